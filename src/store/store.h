@@ -1,0 +1,113 @@
+/* store.h - the object store: JSON documents keyed by (resource, namespace, name)
+ * with one global, monotonically increasing revision (the Kubernetes
+ * resourceVersion) and an event log that watches read from.
+ *
+ * The store knows nothing of Kubernetes: it keeps opaque JSON text.  The kube
+ * layer renders each object's text *with* its resourceVersion already inside:
+ * every write takes a render callback that the store calls, under its write
+ * lock, with the revision the write will get.  So reads and lists can hand out
+ * stored text as is, without parsing.
+ *
+ * Durability: a write returns 0 only after its transaction is committed and
+ * synced to disk (SQLite WAL with synchronous=FULL).  Concurrent writers are
+ * group-committed: one writer thread takes every queued write, applies them in
+ * a single transaction and syncs once, then wakes each caller with its result.
+ *
+ * Namespaces: cluster-scoped objects use ns "" (never NULL).
+ * Threads: every function may be called from any thread concurrently.
+ * Errors: 0 or negative errno: -ENOENT (no such object), -EEXIST (create of an
+ * existing key), -ESTALE (expect_rev given and not the current revision),
+ * -ERANGE (watch from a revision older than the compacted one: HTTP 410),
+ * -ECANCELED (render callback refused), -EIO (storage failure). */
+#ifndef AH_STORE_STORE_H
+#define AH_STORE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct store store;
+
+enum store_event_type { STORE_ADDED = 1, STORE_MODIFIED = 2, STORE_DELETED = 3 };
+
+/* One stored object or event.  All strings are owned by the struct. */
+typedef struct store_obj {
+	char *resource;
+	char *ns;
+	char *name;
+	int64_t rev;      /* the revision of the last write to it (mod revision) */
+	enum store_event_type type; /* only meaningful for events */
+	char *json;       /* NUL-terminated text */
+	size_t len;
+} store_obj;
+
+void store_obj_free(store_obj *o);
+
+/* Produce the text to store for a write that gets revision `rev`.  Return a
+ * malloc'd NUL-terminated string (ownership passes to the store) and its
+ * length, or NULL to abort the write with -ECANCELED.  Called exactly once per
+ * write attempt that passed its preconditions, on the store's writer thread,
+ * so it must be quick and must not call back into the store.  For a delete the
+ * text is what the DELETED event carries. */
+typedef char *(*store_render_fn)(int64_t rev, size_t *ret_len, void *userdata);
+
+struct store_options {
+	size_t event_log_keep;  /* events kept for watches (default 100000) */
+	int sync_full;          /* 1 (default): fsync each commit; 0: for tests only */
+};
+
+/* url: a filesystem path to the SQLite database file ("sqlite:" prefix
+ * optional), or "postgres://..." when built with libpq.  opts may be NULL. */
+int store_open(const char *url, const struct store_options *opts, store **ret);
+void store_close(store *s);
+
+/* The newest committed revision (0 for an empty store). */
+int64_t store_current_rev(store *s);
+/* The oldest revision a watch may start after (events at or below are gone). */
+int64_t store_compacted_rev(store *s);
+
+int store_get(store *s, const char *resource, const char *ns, const char *name,
+	      store_obj **ret);
+
+/* Create; -EEXIST if the key exists.  On success *ret_rev (may be NULL) is the
+ * new revision. */
+int store_create(store *s, const char *resource, const char *ns, const char *name,
+		 store_render_fn render, void *userdata, int64_t *ret_rev);
+
+/* Replace; -ENOENT if absent; -ESTALE if expect_rev > 0 and differs from the
+ * object's current revision. */
+int store_update(store *s, const char *resource, const char *ns, const char *name,
+		 int64_t expect_rev, store_render_fn render, void *userdata, int64_t *ret_rev);
+
+/* Delete; same preconditions as update.  render gives the DELETED event's text. */
+int store_delete(store *s, const char *resource, const char *ns, const char *name,
+		 int64_t expect_rev, store_render_fn render, void *userdata, int64_t *ret_rev);
+
+/* Visit objects of `resource` (ns NULL = all namespaces) in key order
+ * (ns, name), starting strictly after (after_ns, after_name) when after_name
+ * is non-NULL, from one consistent snapshot.  The callback returns 0 to go on,
+ * 1 to stop early, or a negative errno to abort (returned as is).  The obj is
+ * valid only during the callback.  *ret_rev (may be NULL) is the snapshot's
+ * revision.  resource NULL visits every resource. */
+typedef int (*store_visit_fn)(const store_obj *obj, void *userdata);
+int store_list(store *s, const char *resource, const char *ns, const char *after_ns,
+	       const char *after_name, store_visit_fn visit, void *userdata, int64_t *ret_rev);
+
+/* Visit events with revision > after_rev, oldest first, for `resource`
+ * (NULL = all) and ns (NULL = all), at most `max` of them (0 = no bound).
+ * -ERANGE if after_rev < store_compacted_rev().  *ret_last (may be NULL) is
+ * the revision up to which the log was scanned (so the caller resumes there,
+ * even when no event matched the filter). */
+int store_events(store *s, const char *resource, const char *ns, int64_t after_rev,
+		 size_t max, store_visit_fn visit, void *userdata, int64_t *ret_last);
+
+/* Block until store_current_rev() > after_rev, or timeout_ms passes, or
+ * store_wake_all() is called.  Returns the current revision. */
+int64_t store_wait(store *s, int64_t after_rev, int timeout_ms);
+/* Wake every store_wait() caller (used at shutdown). */
+void store_wake_all(store *s);
+
+/* Drop events so at most opts.event_log_keep remain; done automatically
+ * after commits, exposed for tests.  Returns the new compacted revision. */
+int64_t store_compact(store *s, size_t keep);
+
+#endif

@@ -1,0 +1,104 @@
+/* Tests for src/base/yamljson.c: scalar typing as Kubernetes reads YAML. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/yamljson.h"
+
+static json_t *one(const char *y)
+{
+	json_t *docs = NULL, *d;
+	ah_err err;
+
+	assert_int_equal(yaml_parse_all(y, strlen(y), &docs, &err), 0);
+	assert_int_equal(json_array_size(docs), 1);
+	d = json_incref(json_array_get(docs, 0));
+	json_decref(docs);
+	return d;
+}
+
+static void test_scalars(void **state)
+{
+	static const struct { const char *yaml, *json; } rows[] = {
+		{ "a: 1", "{\"a\": 1}" },
+		{ "a: \"1\"", "{\"a\": \"1\"}" },
+		{ "a: true", "{\"a\": true}" },
+		{ "a: 'true'", "{\"a\": \"true\"}" },
+		{ "a: ~", "{\"a\": null}" },
+		{ "a:", "{\"a\": null}" },
+		{ "a: 1.5", "{\"a\": 1.5}" },
+		{ "a: 0.1", "{\"a\": 0.1}" },
+		{ "a: 10.128.0.0/14", "{\"a\": \"10.128.0.0/14\"}" },
+		{ "a: 1.2.3.8", "{\"a\": \"1.2.3.8\"}" },
+		{ "a: v1beta1", "{\"a\": \"v1beta1\"}" },
+		{ "a: -3", "{\"a\": -3}" },
+		{ "a: [x, 2]", "{\"a\": [\"x\", 2]}" },
+		{ "a: !!str 5", "{\"a\": \"5\"}" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		json_t *got = one(rows[i].yaml);
+		json_t *want = json_loads(rows[i].json, 0, NULL);
+
+		if (!json_equal(got, want)) {
+			char *g = json_dumps(got, 0);
+
+			fail_msg("row %zu: %s gave %s", i, rows[i].yaml, g);
+		}
+		json_decref(got);
+		json_decref(want);
+	}
+}
+
+static void test_multi_doc(void **state)
+{
+	const char *y = "---\nkind: A\n---\n---\nkind: B\n";
+	json_t *docs;
+	ah_err err;
+
+	assert_int_equal(yaml_parse_all(y, strlen(y), &docs, &err), 0);
+	assert_int_equal(json_array_size(docs), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(docs, 1), "kind")), "B");
+	json_decref(docs);
+}
+
+static void test_errors(void **state)
+{
+	const char *bad = "a: [1, 2\nb: c";
+	json_t *docs = NULL;
+	ah_err err;
+
+	assert_true(yaml_parse_all(bad, strlen(bad), &docs, &err) < 0);
+	assert_int_equal(err.status, 400);
+	assert_non_null(strstr(err.message, "yaml: line"));
+	assert_true(yaml_parse_all("a: &x 1\nb: *x", 13, &docs, &err) < 0);
+}
+
+static void test_deep_nesting_bounded(void **state)
+{
+	char buf[4096];
+	json_t *docs = NULL;
+	ah_err err;
+	int i;
+
+	for (i = 0; i < 1000; i++)
+		buf[i] = '[';
+	buf[1000] = '\0';
+	assert_true(yaml_parse_all(buf, strlen(buf), &docs, &err) < 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scalars),
+		cmocka_unit_test(test_multi_doc),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_deep_nesting_bounded),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
