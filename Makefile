@@ -26,7 +26,7 @@ unit: build
 	meson test -C $(BUILD) --print-errorlogs
 
 e2e: build
-	AGENTHUB_BUILD=$(abspath $(BUILD)) python3 -m pytest -q tests/e2e
+	AGENTHUB_BUILD=$(abspath $(BUILD)) /usr/bin/python3 -m pytest -q tests/e2e
 
 test: deps build
 	scripts/run-tests.sh $(BUILD)

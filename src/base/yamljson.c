@@ -55,7 +55,33 @@ static json_t *scalar_value(const yaml_event_t *ev)
 struct yparser {
 	yaml_parser_t p;
 	ah_err *err;
+	json_t *anchors;   /* anchor name -> value, for aliases */
+	size_t budget;     /* values an alias may still copy: bounds "billion laughs" */
 };
+
+#define YAML_ALIAS_BUDGET 1000000
+
+static size_t count_values(const json_t *v)
+{
+	size_t n = 1, i;
+	const char *k;
+	json_t *c;
+
+	if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, k, c)
+			n += count_values(c);
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, c)
+			n += count_values(c);
+	}
+	return n;
+}
+
+static void remember_anchor(struct yparser *yp, const yaml_char_t *anchor, json_t *v)
+{
+	if (anchor && v)
+		json_object_set(yp->anchors, (const char *)anchor, v);
+}
 
 static int next_event(struct yparser *yp, yaml_event_t *ev)
 {
@@ -156,17 +182,39 @@ static int parse_node(struct yparser *yp, yaml_event_t *ev, json_t **ret, int de
 	if (depth > YAML_MAX_DEPTH)
 		return ah_err_set(yp->err, EINVAL, 400, "BadRequest",
 				  "error converting YAML to JSON: nesting deeper than %d", YAML_MAX_DEPTH);
+	int r;
+
 	switch (ev->type) {
 	case YAML_SCALAR_EVENT:
 		*ret = scalar_value(ev);
+		remember_anchor(yp, ev->data.scalar.anchor, *ret);
 		return *ret ? 0 : -ENOMEM;
 	case YAML_MAPPING_START_EVENT:
-		return parse_mapping(yp, ret, depth);
+		r = parse_mapping(yp, ret, depth);
+		if (r == 0)
+			remember_anchor(yp, ev->data.mapping_start.anchor, *ret);
+		return r;
 	case YAML_SEQUENCE_START_EVENT:
-		return parse_sequence(yp, ret, depth);
-	case YAML_ALIAS_EVENT:
-		return ah_err_set(yp->err, EINVAL, 400, "BadRequest",
-				  "error converting YAML to JSON: aliases are not supported");
+		r = parse_sequence(yp, ret, depth);
+		if (r == 0)
+			remember_anchor(yp, ev->data.sequence_start.anchor, *ret);
+		return r;
+	case YAML_ALIAS_EVENT: {
+		json_t *v = json_object_get(yp->anchors, (const char *)ev->data.alias.anchor);
+		size_t n;
+
+		if (!v)
+			return ah_err_set(yp->err, EINVAL, 400, "BadRequest",
+					  "error converting YAML to JSON: yaml: unknown anchor '%s' referenced",
+					  (const char *)ev->data.alias.anchor);
+		n = count_values(v);
+		if (n > yp->budget)
+			return ah_err_set(yp->err, EINVAL, 400, "BadRequest",
+					  "error converting YAML to JSON: yaml: document contains excessive aliasing");
+		yp->budget -= n;
+		*ret = json_deep_copy(v);
+		return *ret ? 0 : -ENOMEM;
+	}
 	default:
 		return ah_err_set(yp->err, EINVAL, 400, "BadRequest",
 				  "error converting YAML to JSON: unexpected event %d", ev->type);
@@ -175,7 +223,7 @@ static int parse_node(struct yparser *yp, yaml_event_t *ev, json_t **ret, int de
 
 int yaml_parse_all(const char *buf, size_t len, json_t **ret, ah_err *err)
 {
-	struct yparser yp = { .err = err };
+	struct yparser yp = { .err = err, .budget = YAML_ALIAS_BUDGET };
 	json_t *docs = json_array();
 	yaml_event_t ev;
 	int r = 0;
@@ -187,6 +235,7 @@ int yaml_parse_all(const char *buf, size_t len, json_t **ret, ah_err *err)
 		return -ENOMEM;
 	}
 	yaml_parser_set_input_string(&yp.p, (const unsigned char *)buf, len);
+	yp.anchors = json_object();
 	for (;;) {
 		r = next_event(&yp, &ev);
 		if (r < 0)
@@ -219,6 +268,7 @@ int yaml_parse_all(const char *buf, size_t len, json_t **ret, ah_err *err)
 		yaml_event_delete(&ev);
 	}
 	yaml_parser_delete(&yp.p);
+	json_decref(yp.anchors);
 	if (r < 0) {
 		json_decref(docs);
 		return r;

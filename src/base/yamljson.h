@@ -2,8 +2,8 @@
  *
  * Plain scalars follow the YAML 1.2 core schema as Kubernetes (sigs.k8s.io/yaml)
  * reads them: null/~/empty, true/false, integers, floats; quoted scalars and
- * scalars tagged !!str are strings.  Anchors and aliases are not supported
- * (Kubernetes manifests do not use them) and give an error. */
+ * scalars tagged !!str are strings.  Aliases copy their anchor's value, with
+ * a bound on the total copied so a small hostile document cannot explode. */
 #ifndef AH_BASE_YAMLJSON_H
 #define AH_BASE_YAMLJSON_H
 

@@ -18,7 +18,10 @@
  * Errors: 0 or negative errno: -ENOENT (no such object), -EEXIST (create of an
  * existing key), -ESTALE (expect_rev given and not the current revision),
  * -ERANGE (watch from a revision older than the compacted one: HTTP 410),
- * -ECANCELED (render callback refused), -EIO (storage failure). */
+ * -ECANCELED (render callback refused), -EIO (storage failure, including a
+ * full disk: the write is then not acknowledged), -EINVAL (NULL or empty key
+ * part, or a key part longer than STORE_MAX_KEY), -EFBIG (rendered text longer
+ * than STORE_MAX_JSON), -ENOMEM. */
 #ifndef AH_STORE_STORE_H
 #define AH_STORE_STORE_H
 
@@ -26,6 +29,10 @@
 #include <stdint.h>
 
 typedef struct store store;
+
+/* Hard caps: bytes in each of resource, ns and name, and in one object's text. */
+#define STORE_MAX_KEY 512
+#define STORE_MAX_JSON (8u << 20)
 
 enum store_event_type { STORE_ADDED = 1, STORE_MODIFIED = 2, STORE_DELETED = 3 };
 
@@ -56,7 +63,10 @@ struct store_options {
 };
 
 /* url: a filesystem path to the SQLite database file ("sqlite:" prefix
- * optional), or "postgres://..." when built with libpq.  opts may be NULL. */
+ * optional), or "postgres://..." when built with libpq (not yet: -ENOTSUP).
+ * opts may be NULL.  The parent directory must exist; the file is created.
+ * -EPROTO if the file holds a schema version this build does not know.
+ * store_close() must not race with any other call on the same store. */
 int store_open(const char *url, const struct store_options *opts, store **ret);
 void store_close(store *s);
 
@@ -87,7 +97,8 @@ int store_delete(store *s, const char *resource, const char *ns, const char *nam
  * is non-NULL, from one consistent snapshot.  The callback returns 0 to go on,
  * 1 to stop early, or a negative errno to abort (returned as is).  The obj is
  * valid only during the callback.  *ret_rev (may be NULL) is the snapshot's
- * revision.  resource NULL visits every resource. */
+ * revision.  resource NULL visits every resource, in (resource, ns, name)
+ * order, and then takes no after_name (-EINVAL). */
 typedef int (*store_visit_fn)(const store_obj *obj, void *userdata);
 int store_list(store *s, const char *resource, const char *ns, const char *after_ns,
 	       const char *after_name, store_visit_fn visit, void *userdata, int64_t *ret_rev);
@@ -100,8 +111,8 @@ int store_list(store *s, const char *resource, const char *ns, const char *after
 int store_events(store *s, const char *resource, const char *ns, int64_t after_rev,
 		 size_t max, store_visit_fn visit, void *userdata, int64_t *ret_last);
 
-/* Block until store_current_rev() > after_rev, or timeout_ms passes, or
- * store_wake_all() is called.  Returns the current revision. */
+/* Block until store_current_rev() > after_rev, or timeout_ms passes (< 0:
+ * no timeout), or store_wake_all() is called.  Returns the current revision. */
 int64_t store_wait(store *s, int64_t after_rev, int timeout_ms);
 /* Wake every store_wait() caller (used at shutdown). */
 void store_wake_all(store *s);
@@ -109,5 +120,14 @@ void store_wake_all(store *s);
 /* Drop events so at most opts.event_log_keep remain; done automatically
  * after commits, exposed for tests.  Returns the new compacted revision. */
 int64_t store_compact(store *s, size_t keep);
+
+/* Counters for metrics and tests; a snapshot, not a consistent cut. */
+struct store_stats {
+	uint64_t commits;       /* write transactions committed */
+	uint64_t writes;        /* writes acknowledged with 0 */
+	size_t max_batch;       /* the most requests one commit carried */
+	size_t queued;          /* writes waiting for the writer thread now */
+};
+void store_stats(store *s, struct store_stats *ret);
 
 #endif

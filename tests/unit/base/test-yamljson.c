@@ -76,7 +76,35 @@ static void test_errors(void **state)
 	assert_true(yaml_parse_all(bad, strlen(bad), &docs, &err) < 0);
 	assert_int_equal(err.status, 400);
 	assert_non_null(strstr(err.message, "yaml: line"));
-	assert_true(yaml_parse_all("a: &x 1\nb: *x", 13, &docs, &err) < 0);
+	assert_true(yaml_parse_all("b: *x", 5, &docs, &err) < 0);
+	assert_non_null(strstr(err.message, "unknown anchor"));
+}
+
+static void test_aliases(void **state)
+{
+	json_t *got = one("a: &x {k: [1, 2]}\nb: *x");
+	json_t *want = json_loads("{\"a\": {\"k\": [1, 2]}, \"b\": {\"k\": [1, 2]}}", 0, NULL);
+
+	assert_true(json_equal(got, want));
+	json_decref(got);
+	json_decref(want);
+}
+
+static void test_alias_bomb_bounded(void **state)
+{
+	char buf[8192];
+	size_t n = 0;
+	json_t *docs = NULL;
+	ah_err err;
+	int i;
+
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "a0: &a0 [x,x,x,x,x,x,x,x,x,x]\n");
+	for (i = 1; i < 9; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+				      "a%d: &a%d [*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d]\n", i, i,
+				      i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+	assert_true(yaml_parse_all(buf, n, &docs, &err) < 0);
+	assert_non_null(strstr(err.message, "excessive aliasing"));
 }
 
 static void test_deep_nesting_bounded(void **state)
@@ -99,6 +127,8 @@ int main(void)
 		cmocka_unit_test(test_multi_doc),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_deep_nesting_bounded),
+		cmocka_unit_test(test_aliases),
+		cmocka_unit_test(test_alias_bomb_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

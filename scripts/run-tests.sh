@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Run every test against one build directory: the cmocka unit tests through
+# Meson, then the end-to-end suite (pytest driving the real daemon with the
+# real kubectl).  Ends with the line "N passed, N failed".
+set -uo pipefail
+build=${1:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+logdir=$build/test-logs
+mkdir -p "$logdir"
+
+unit_pass=0 unit_fail=0
+meson test -C "$build" --print-errorlogs > "$logdir/unit.log" 2>&1
+unit_rc=$?
+cat "$logdir/unit.log" | grep -E '^ *[0-9]+/[0-9]+ ' || true
+unit_pass=$(grep -E '^Ok: ' "$logdir/unit.log" | awk '{print $2}')
+unit_fail=$(grep -E '^(Fail|Timeout|Unexpected Pass): ' "$logdir/unit.log" | awk '{s+=$NF} END {print s+0}')
+if [ -z "$unit_pass" ]; then
+	echo "unit tests did not run:"; tail -30 "$logdir/unit.log"
+	unit_pass=0; unit_fail=$((unit_fail + 1))
+fi
+[ "$unit_rc" -ne 0 ] && [ "$unit_fail" -eq 0 ] && unit_fail=1
+if [ "$unit_fail" -ne 0 ]; then
+	sed -n '/^==* .* ==*$/,$p' "$logdir/unit.log" | tail -80
+fi
+
+AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+	--junitxml="$logdir/e2e.xml" tests/e2e 2>&1 | tee "$logdir/e2e.log" | tail -60
+e2e=$(/usr/bin/python3 - "$logdir/e2e.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    print("0 1"); sys.exit()
+suites = [root] if root.tag == 'testsuite' else list(root)
+t = sum(int(s.get('tests', 0)) for s in suites)
+f = sum(int(s.get('failures', 0)) + int(s.get('errors', 0)) for s in suites)
+sk = sum(int(s.get('skipped', 0)) for s in suites)
+print(t - f - sk, f if t else 1)
+PY
+)
+e2e_pass=${e2e% *}
+e2e_fail=${e2e#* }
+echo "unit: $unit_pass passed, $unit_fail failed; e2e: $e2e_pass passed, $e2e_fail failed"
+echo "$((unit_pass + e2e_pass)) passed, $((unit_fail + e2e_fail)) failed"
+[ $((unit_fail + e2e_fail)) -eq 0 ]

@@ -1,0 +1,279 @@
+/* agenthub.c - the hub daemon's command line: `agenthub serve` runs the
+ * Kubernetes-compatible API on the embedded store. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "http/creds.h"
+#include "http/kubeapi.h"
+#include "http/server.h"
+#include "kube/api.h"
+#include "kube/registry.h"
+#include "store/store.h"
+
+#define DEFAULT_MAX_BODY (3u * 1024 * 1024)
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+}
+
+struct serve_opts {
+	const char *data_dir;
+	const char *listen;
+	const char *store_url;
+	size_t event_log_keep;
+	size_t max_body;
+	int verbose;
+};
+
+struct app {
+	struct kubeapi *ka;
+};
+
+static enum MHD_Result handle(void *userdata, struct http_req *req)
+{
+	struct app *app = userdata;
+	bool handled = false;
+	enum MHD_Result r = kubeapi_handle(app->ka, req, &handled);
+
+	if (handled)
+		return r;
+	return http_reply(req, 404, "application/json",
+			  "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+			  "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}",
+			  strlen("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+				 "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}"));
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: agenthub serve [options]\n"
+		"\n"
+		"Runs the hub: the Kubernetes API for the Assisted Installer kinds on an embedded store.\n"
+		"\n"
+		"options:\n"
+		"  --data-dir DIR        where the store, credentials and kubeconfig live (default ./data)\n"
+		"  --listen HOST:PORT    HTTPS address (default 127.0.0.1:6443)\n"
+		"  --store URL           sqlite (default: DIR/agenthub.db) or a path to a database file\n"
+		"  --event-log-keep N    events kept for watches before compaction (default 100000)\n"
+		"  --max-body-bytes N    largest accepted request body (default 3145728)\n"
+		"  -v, --verbose         debug logging\n"
+		"  -h, --help            this text\n");
+}
+
+static int parse_serve(int argc, char **argv, struct serve_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "data-dir", required_argument, NULL, 'd' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "store", required_argument, NULL, 's' },
+		{ "event-log-keep", required_argument, NULL, 'e' },
+		{ "max-body-bytes", required_argument, NULL, 'b' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	o->data_dir = "data";
+	o->listen = "127.0.0.1:6443";
+	o->event_log_keep = 100000;
+	o->max_body = DEFAULT_MAX_BODY;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'd': o->data_dir = optarg; break;
+		case 'l': o->listen = optarg; break;
+		case 's': o->store_url = optarg; break;
+		case 'e':
+			o->event_log_keep = strtoul(optarg, &end, 10);
+			if (*end || o->event_log_keep < 1) {
+				fprintf(stderr, "agenthub: --event-log-keep: expected a positive number, got %s\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'b':
+			o->max_body = strtoul(optarg, &end, 10);
+			if (*end || o->max_body < 1024) {
+				fprintf(stderr, "agenthub: --max-body-bytes: expected a number >= 1024, got %s\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'v': o->verbose = 1; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "agenthub: unexpected argument: %s\n", argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The host part of HOST:PORT, for the certificate and the kubeconfig. */
+static void listen_host(const char *listen, char *host, size_t size)
+{
+	const char *colon;
+
+	if (listen[0] == '[') {
+		const char *rb = strchr(listen, ']');
+
+		snprintf(host, size, "%.*s", rb ? (int)(rb - listen - 1) : 0, listen + 1);
+		return;
+	}
+	colon = strrchr(listen, ':');
+	snprintf(host, size, "%.*s", colon ? (int)(colon - listen) : (int)strlen(listen), listen);
+	if (!host[0] || strcmp(host, "0.0.0.0") == 0)
+		snprintf(host, size, "127.0.0.1");
+}
+
+static int serve(int argc, char **argv)
+{
+	struct serve_opts o = { 0 };
+	struct store_options so = { 0 };
+	struct creds creds = { 0 };
+	struct kube_registry *reg = NULL;
+	struct kube_api *api = NULL;
+	struct http_server *srv = NULL;
+	struct kubeapi_opts kao = { 0 };
+	struct http_server_opts hso = { 0 };
+	struct app app = { 0 };
+	char host[256], db[4096], kubeconfig[4096], url[512], addr[300];
+	const char *hosts[2];
+	struct sigaction sa;
+	ah_err err;
+	int r, rc = 1;
+
+	ah_err_clear(&err);
+	if (parse_serve(argc, argv, &o) < 0)
+		return 2;
+	if (o.verbose)
+		log_set_level(LOG_LVL_DEBUG);
+	if (mkdir(o.data_dir, 0700) < 0 && errno != EEXIST) {
+		log_error("cannot create data directory %s: %s", o.data_dir, strerror(errno));
+		return 1;
+	}
+	listen_host(o.listen, host, sizeof(host));
+	hosts[0] = host;
+	hosts[1] = NULL;
+	r = creds_load_or_create(o.data_dir, hosts, &creds, &err);
+	if (r < 0) {
+		log_error("credentials in %s: %s", o.data_dir, err.message);
+		return 1;
+	}
+	if (o.store_url)
+		snprintf(db, sizeof(db), "%s", o.store_url);
+	else
+		snprintf(db, sizeof(db), "%s/agenthub.db", o.data_dir);
+	so.event_log_keep = o.event_log_keep;
+	so.sync_full = 1;
+	{
+		store *st = NULL;
+
+		r = store_open(db, &so, &st);
+		if (r < 0) {
+			log_error("cannot open the store %s: %s", db, strerror(-r));
+			goto out_creds;
+		}
+		r = kube_registry_new(&reg, &err);
+		if (r < 0) {
+			log_error("loading kinds: %s", err.message);
+			store_close(st);
+			goto out_creds;
+		}
+		r = kube_api_new(st, reg, &api, &err);
+		if (r < 0) {
+			log_error("starting the API: %s", err.message);
+			kube_registry_free(reg);
+			store_close(st);
+			goto out_creds;
+		}
+	}
+	if (strchr(host, ':'))
+		snprintf(addr, sizeof(addr), "[%s]%s", host, strrchr(o.listen, ':'));
+	else
+		snprintf(addr, sizeof(addr), "%s%s", host, strrchr(o.listen, ':'));
+	kao.creds = &creds;
+	kao.server_address = addr;
+	r = kubeapi_new(api, &kao, &app.ka);
+	if (r < 0)
+		goto out_api;
+	hso.listen = o.listen;
+	hso.cert_pem = creds.cert_pem;
+	hso.key_pem = creds.key_pem;
+	hso.max_body = o.max_body;
+	r = http_server_start(&hso, handle, &app, &srv, &err);
+	if (r < 0) {
+		log_error("%s", err.message);
+		goto out_ka;
+	}
+	snprintf(url, sizeof(url), "https://%s", addr);
+	snprintf(kubeconfig, sizeof(kubeconfig), "%s/kubeconfig", o.data_dir);
+	r = creds_write_kubeconfig(kubeconfig, url, &creds, &err);
+	if (r < 0) {
+		log_error("writing %s: %s", kubeconfig, err.message);
+		goto out_srv;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	log_info("agenthub serving the Kubernetes API on %s (store %s, revision %lld)", url, db,
+		 (long long)store_current_rev(kube_api_store(api)));
+	{
+		char abs[4096];
+
+		log_info("kubectl: export KUBECONFIG=%s",
+			 realpath(kubeconfig, abs) ? abs : kubeconfig);
+	}
+	while (!got_signal)
+		pause();
+	log_info("signal %d: draining and stopping", (int)got_signal);
+	rc = 0;
+out_srv:
+	http_server_set_stopping();
+	store_wake_all(kube_api_store(api));
+	http_server_stop(srv);
+out_ka:
+	kubeapi_free(app.ka);
+out_api:
+	{
+		store *st = kube_api_store(api);
+
+		kube_api_free(api);
+		kube_registry_free(reg);
+		store_close(st);
+	}
+out_creds:
+	creds_release(&creds);
+	if (rc == 0)
+		log_info("stopped cleanly");
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "serve") == 0)
+		return serve(argc - 1, argv + 1);
+	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+			  strcmp(argv[1], "help") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	usage(stderr);
+	return 2;
+}

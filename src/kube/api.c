@@ -1,0 +1,1327 @@
+/* api.c - Kubernetes object semantics over the store; see api.h.
+ *
+ * Every write is a read-compute-write against one revision of the object: the
+ * store's expect_rev precondition turns a concurrent change into -ESTALE,
+ * which an update reports as 409 Conflict and a patch retries, as the API
+ * server does.  Objects are written with their resourceVersion already inside
+ * (the render callback), so reads hand out stored text unchanged. */
+#include "api.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/strbuf.h"
+#include "base/util.h"
+#include "kube/patch.h"
+#include "kube/schema.h"
+#include "kube/selector.h"
+
+#define PATCH_RETRIES 8
+
+struct admission {
+	char *store_key;
+	kube_admit_fn fn;
+	void *userdata;
+};
+
+struct gc_item {
+	char *uid;
+	char *ns; /* "" for a cluster-scoped owner: look in every namespace */
+	bool orphan;
+	struct gc_item *next;
+};
+
+struct kube_api {
+	store *store;
+	const struct kube_registry *reg;
+	struct admission *adm;
+	size_t n_adm;
+	pthread_t gc_thread;
+	pthread_mutex_t gc_lock;
+	pthread_cond_t gc_cond;
+	struct gc_item *gc_head, *gc_tail;
+	char **ns_terminating;
+	size_t n_ns_terminating;
+	bool gc_stop;
+	bool gc_started;
+};
+
+const char *kube_kind_resource_name(const struct kube_kind *k)
+{
+	return k->store_key;
+}
+
+int kube_err_not_found(ah_err *err, const struct kube_kind *k, const char *name)
+{
+	return ah_err_set(err, ENOENT, 404, "NotFound", "%s \"%s\" not found",
+			  kube_kind_resource_name(k), name);
+}
+
+static int err_conflict(ah_err *err, const struct kube_kind *k, const char *name)
+{
+	return ah_err_set(err, ESTALE, 409, "Conflict",
+			  "Operation cannot be fulfilled on %s \"%s\": the object has been modified; "
+			  "please apply your changes to the latest version and try again",
+			  kube_kind_resource_name(k), name);
+}
+
+static int err_store(ah_err *err, int r)
+{
+	return ah_err_set(err, r, 500, "InternalError", "storage error: %s", strerror(-r));
+}
+
+store *kube_api_store(struct kube_api *api)
+{
+	return api->store;
+}
+
+const struct kube_registry *kube_api_registry(struct kube_api *api)
+{
+	return api->reg;
+}
+
+int kube_api_add_admission(struct kube_api *api, const char *store_key, kube_admit_fn fn,
+			   void *userdata)
+{
+	struct admission *a = realloc(api->adm, (api->n_adm + 1) * sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	api->adm = a;
+	a[api->n_adm].store_key = strdup(store_key);
+	a[api->n_adm].fn = fn;
+	a[api->n_adm].userdata = userdata;
+	if (!a[api->n_adm].store_key)
+		return -ENOMEM;
+	api->n_adm++;
+	return 0;
+}
+
+static int run_admission(struct kube_api *api, const struct kube_kind *k, enum kube_op op,
+			 const json_t *old, json_t *obj, ah_err *err)
+{
+	size_t i;
+
+	for (i = 0; i < api->n_adm; i++) {
+		int r;
+
+		if (strcmp(api->adm[i].store_key, k->store_key) != 0)
+			continue;
+		r = api->adm[i].fn(api->adm[i].userdata, k, op, old, obj, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* --- helpers over objects ------------------------------------------------ */
+
+static json_t *meta_of(json_t *obj)
+{
+	json_t *m = json_object_get(obj, "metadata");
+
+	if (!json_is_object(m)) {
+		m = json_object();
+		json_object_set_new(obj, "metadata", m);
+	}
+	return m;
+}
+
+static const char *mstr(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+struct render_ctx {
+	json_t *obj;
+};
+
+static char *render_obj(int64_t rev, size_t *ret_len, void *userdata)
+{
+	struct render_ctx *rc = userdata;
+	char rv[32];
+
+	snprintf(rv, sizeof(rv), "%lld", (long long)rev);
+	json_object_set_new(meta_of(rc->obj), "resourceVersion", json_string(rv));
+	{
+		char *s = json_dumps(rc->obj, JSON_COMPACT);
+
+		if (s)
+			*ret_len = strlen(s);
+		return s;
+	}
+}
+
+static int load_obj(const store_obj *so, json_t **ret, ah_err *err)
+{
+	json_error_t jerr;
+	json_t *o = json_loadb(so->json, so->len, 0, &jerr);
+
+	if (!o)
+		return ah_err_set(err, EIO, 500, "InternalError", "stored object %s/%s is corrupt: %s",
+				  so->ns, so->name, jerr.text);
+	*ret = o;
+	return 0;
+}
+
+int kube_get(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
+	     json_t **ret, ah_err *err)
+{
+	store_obj *so = NULL;
+	int r = store_get(api->store, k->store_key, k->namespaced ? ns : "", name, &so);
+
+	if (r == -ENOENT)
+		return kube_err_not_found(err, k, name);
+	if (r < 0)
+		return err_store(err, r);
+	r = load_obj(so, ret, err);
+	store_obj_free(so);
+	return r;
+}
+
+/* Is the name a lowercase RFC 1123 subdomain (or label when label_only)? */
+static const char *name_problem(const char *name, bool label_only)
+{
+	size_t len = strlen(name), i;
+
+	if (len == 0)
+		return "empty";
+	if (len > (label_only ? 63u : 253u))
+		return label_only ? "must be no more than 63 characters"
+				  : "must be no more than 253 characters";
+	for (i = 0; i < len; i++) {
+		char c = name[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+
+		if (alnum)
+			continue;
+		if (c == '-' && i > 0 && i + 1 < len)
+			continue;
+		if (c == '.' && !label_only && i > 0 && i + 1 < len && name[i - 1] != '.' &&
+		    name[i - 1] != '-' && name[i + 1] != '-')
+			continue;
+		return label_only
+			? "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+			: "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+	}
+	return NULL;
+}
+
+static void add_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void add_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_array_append_new(causes, json_pack("{s:s,s:s,s:s}", "reason", reason, "message", msg,
+						"field", field));
+}
+
+/* Build the 422 error from the causes: "<Kind>.<group> "<name>" is invalid: ..." */
+static int invalid_error(const struct kube_kind *k, const char *name, json_t *causes, ah_err *err)
+{
+	strbuf sb = STRBUF_INIT;
+	size_t i, n = json_array_size(causes);
+	json_t *c;
+
+	if (k->group[0])
+		strbuf_addf(&sb, "%s.%s \"%s\" is invalid: ", k->kind, k->group, name);
+	else
+		strbuf_addf(&sb, "%s \"%s\" is invalid: ", k->kind, name);
+	if (n > 1)
+		strbuf_addch(&sb, '[');
+	json_array_foreach(causes, i, c) {
+		const char *f = json_string_value(json_object_get(c, "field"));
+
+		if (i)
+			strbuf_adds(&sb, ", ");
+		if (f && *f)
+			strbuf_addf(&sb, "%s: ", f);
+		strbuf_adds(&sb, json_string_value(json_object_get(c, "message")));
+	}
+	if (n > 1)
+		strbuf_addch(&sb, ']');
+	ah_err_set(err, EINVAL, 422, "Invalid", "%s", sb.buf ? sb.buf : "");
+	strbuf_release(&sb);
+	return -EINVAL;
+}
+
+/* Validate metadata and the object against the kind's schema, after pruning
+ * and defaulting.  Collects causes; returns the count. */
+static int check_object(const struct kube_kind *k, json_t *obj, struct kube_opts *o, json_t *causes)
+{
+	json_t *meta = json_object_get(obj, "metadata"), *pruned = json_array();
+	const char *name = mstr(obj, "name");
+	const char *problem;
+	size_t i;
+	json_t *p;
+	int n = 0;
+
+	if (name && (problem = name_problem(name, strcmp(k->plural, "namespaces") == 0))) {
+		add_cause(causes, "FieldValueInvalid", "metadata.name", "Invalid value: \"%s\": %s", name,
+			  problem);
+		n++;
+	}
+	n += labels_validate(json_object_get(meta, "labels"), causes);
+	n += annotations_validate(json_object_get(meta, "annotations"), causes);
+	if (!k->builtin || json_is_true(json_object_get(k->schema, "x-kubernetes-preserve-unknown-fields")) == 0) {
+		schema_prune(k->schema, obj, pruned);
+		schema_default(k->schema, obj);
+	}
+	json_array_foreach(pruned, i, p) {
+		const char *path = json_string_value(p);
+
+		if (o && o->field_validation == KUBE_FV_STRICT) {
+			add_cause(causes, "FieldValueInvalid", "", "unknown field \"%s\"", path);
+			n++;
+		} else if (o && o->warnings && o->field_validation == KUBE_FV_WARN) {
+			char w[600];
+
+			snprintf(w, sizeof(w), "unknown field \"%s\"", path);
+			json_array_append_new(o->warnings, json_string(w));
+		}
+	}
+	json_decref(pruned);
+	n += schema_validate(k->schema, obj, causes);
+	return n;
+}
+
+static bool is_secret(const struct kube_kind *k)
+{
+	return k->builtin && strcmp(k->plural, "secrets") == 0;
+}
+
+/* Secrets: stringData is write-only and merges into data, base64-encoded. */
+static void secret_fold_string_data(json_t *obj)
+{
+	json_t *sd = json_object_get(obj, "stringData"), *data, *v;
+	const char *key;
+
+	if (!json_is_object(sd))
+		return;
+	data = json_object_get(obj, "data");
+	if (!json_is_object(data)) {
+		data = json_object();
+		json_object_set_new(obj, "data", data);
+	}
+	json_object_foreach(sd, key, v) {
+		const char *s = json_string_value(v);
+		char *b;
+
+		if (!s)
+			continue;
+		b = util_base64_encode(s, strlen(s));
+		if (b)
+			json_object_set_new(data, key, json_string(b));
+		free(b);
+	}
+	json_object_del(obj, "stringData");
+}
+
+/* Everything but metadata and status: a change here bumps generation. */
+static bool spec_equal(const json_t *a, const json_t *b)
+{
+	json_t *ca = json_deep_copy(a), *cb = json_deep_copy(b);
+	bool eq;
+
+	json_object_del(ca, "metadata");
+	json_object_del(ca, "status");
+	json_object_del(cb, "metadata");
+	json_object_del(cb, "status");
+	eq = json_equal(ca, cb);
+	json_decref(ca);
+	json_decref(cb);
+	return eq;
+}
+
+static bool ns_exists(struct kube_api *api, const char *ns, bool *terminating)
+{
+	store_obj *so = NULL;
+	bool ok = store_get(api->store, "namespaces", "", ns, &so) == 0;
+
+	*terminating = false;
+	if (ok && strstr(so->json, "\"deletionTimestamp\""))
+		*terminating = true;
+	store_obj_free(so);
+	return ok;
+}
+
+static void random_suffix(char *buf)
+{
+	static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+	unsigned char b[5];
+	int i;
+
+	util_random_bytes(b, sizeof(b));
+	for (i = 0; i < 5; i++)
+		buf[i] = alphabet[b[i] % (sizeof(alphabet) - 1)];
+	buf[5] = '\0';
+}
+
+static int check_type_meta(const struct kube_kind *k, json_t *body, ah_err *err)
+{
+	const char *av = json_string_value(json_object_get(body, "apiVersion"));
+	const char *kind = json_string_value(json_object_get(body, "kind"));
+
+	if (!json_is_object(body))
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "the body of the request is not a JSON object");
+	if (!av || !*av) {
+		json_object_set_new(body, "apiVersion", json_string(k->api_version));
+		av = k->api_version;
+	}
+	if (!kind || !*kind) {
+		json_object_set_new(body, "kind", json_string(k->kind));
+		kind = k->kind;
+	}
+	if (strcmp(av, k->api_version) != 0 || strcmp(kind, k->kind) != 0)
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "the API version in the data (%s) does not match the expected API version (%s)",
+				  av, k->api_version);
+	if (!json_is_object(json_object_get(body, "metadata")))
+		json_object_set_new(body, "metadata", json_object());
+	return 0;
+}
+
+int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns, json_t *body,
+		struct kube_opts *o, json_t **ret, ah_err *err)
+{
+	json_t *obj, *meta, *causes = o && o->causes ? json_incref(o->causes) : json_array();
+	const char *name, *bns;
+	char uid[40], now[32], gen_name[300];
+	struct render_ctx rc;
+	bool terminating;
+	int r, attempts;
+
+	r = check_type_meta(k, body, err);
+	if (r < 0)
+		goto out_causes;
+	obj = json_deep_copy(body);
+	meta = meta_of(obj);
+	bns = mstr(obj, "namespace");
+	if (k->namespaced) {
+		if (bns && *bns && ns && *ns && strcmp(bns, ns) != 0) {
+			r = ah_err_set(err, EINVAL, 400, "BadRequest",
+				       "the namespace of the provided object does not match the namespace sent on the request");
+			goto out;
+		}
+		if (!ns || !*ns)
+			ns = bns && *bns ? bns : "default";
+		json_object_set_new(meta, "namespace", json_string(ns));
+		if (!ns_exists(api, ns, &terminating)) {
+			r = ah_err_set(err, ENOENT, 404, "NotFound", "namespaces \"%s\" not found", ns);
+			goto out;
+		}
+		if (terminating) {
+			r = ah_err_set(err, EPERM, 403, "Forbidden",
+				       "%s \"%s\" is forbidden: unable to create new content in namespace %s because it is being terminated",
+				       kube_kind_resource_name(k), mstr(obj, "name") ? mstr(obj, "name") : "", ns);
+			goto out;
+		}
+	} else {
+		json_object_del(meta, "namespace");
+		ns = "";
+	}
+	/* Server-owned fields are never taken from the client. */
+	json_object_del(meta, "uid");
+	json_object_del(meta, "resourceVersion");
+	json_object_del(meta, "creationTimestamp");
+	json_object_del(meta, "deletionTimestamp");
+	json_object_del(meta, "deletionGracePeriodSeconds");
+	json_object_del(meta, "generation");
+	json_object_del(meta, "managedFields");
+	json_object_del(meta, "selfLink");
+	if (k->has_status)
+		json_object_del(obj, "status");
+	if (is_secret(k))
+		secret_fold_string_data(obj);
+	if (strcmp(k->plural, "namespaces") == 0 && !k->group[0]) {
+		json_t *st = json_pack("{s:s}", "phase", "Active");
+		json_t *spec = json_object_get(obj, "spec");
+
+		json_object_set_new(obj, "status", st);
+		if (!json_is_object(spec)) {
+			spec = json_object();
+			json_object_set_new(obj, "spec", spec);
+		}
+		if (!json_object_get(spec, "finalizers"))
+			json_object_set_new(spec, "finalizers", json_pack("[s]", "kubernetes"));
+	}
+	name = mstr(obj, "name");
+	if ((!name || !*name) && !json_string_value(json_object_get(meta, "generateName"))) {
+		add_cause(causes, "FieldValueRequired", "metadata.name", "Required value: name or generateName is required");
+		r = invalid_error(k, "", causes, err);
+		goto out;
+	}
+	util_uuid4(uid, sizeof(uid));
+	util_now_rfc3339(now, sizeof(now));
+	json_object_set_new(meta, "uid", json_string(uid));
+	json_object_set_new(meta, "creationTimestamp", json_string(now));
+	if (!k->builtin)
+		json_object_set_new(meta, "generation", json_integer(1));
+
+	for (attempts = 0;; attempts++) {
+		if (!name || !*name) {
+			char sfx[8];
+
+			random_suffix(sfx);
+			snprintf(gen_name, sizeof(gen_name), "%s%s",
+				 json_string_value(json_object_get(meta, "generateName")), sfx);
+			json_object_set_new(meta, "name", json_string(gen_name));
+		}
+		if (attempts == 0) {
+			if (check_object(k, obj, o, causes) > 0) {
+				r = invalid_error(k, mstr(obj, "name") ? mstr(obj, "name") : "", causes, err);
+				goto out;
+			}
+			r = run_admission(api, k, KUBE_CREATE, NULL, obj, err);
+			if (r < 0)
+				goto out;
+		}
+		if (o && o->dry_run) {
+			store_obj *so = NULL;
+
+			r = store_get(api->store, k->store_key, ns, mstr(obj, "name"), &so);
+			store_obj_free(so);
+			if (r == 0) {
+				r = ah_err_set(err, EEXIST, 409, "AlreadyExists", "%s \"%s\" already exists",
+					       kube_kind_resource_name(k), mstr(obj, "name"));
+				goto out;
+			}
+			r = 0;
+			break;
+		}
+		rc.obj = obj;
+		r = store_create(api->store, k->store_key, ns, mstr(obj, "name"), render_obj, &rc, NULL);
+		if (r == -EEXIST && (!name || !*name) && attempts < 8)
+			continue;
+		if (r == -EEXIST) {
+			r = ah_err_set(err, EEXIST, 409, "AlreadyExists", "%s \"%s\" already exists",
+				       kube_kind_resource_name(k), mstr(obj, "name"));
+			goto out;
+		}
+		if (r < 0) {
+			r = err_store(err, r);
+			goto out;
+		}
+		break;
+	}
+	*ret = obj;
+	json_decref(causes);
+	return 0;
+out:
+	json_decref(obj);
+out_causes:
+	json_decref(causes);
+	return r;
+}
+
+static bool finalizers_empty(const json_t *obj)
+{
+	return json_array_size(json_object_get(json_object_get(obj, "metadata"), "finalizers")) == 0;
+}
+
+static bool is_deleting(const json_t *obj)
+{
+	return mstr(obj, "deletionTimestamp") != NULL;
+}
+
+static void gc_enqueue(struct kube_api *api, const char *uid, const char *ns, bool orphan);
+static int remove_now(struct kube_api *api, const struct kube_kind *k, const char *ns,
+		      const char *name, json_t *obj, int64_t expect_rev, bool orphan, ah_err *err);
+
+/* Compute the object an update stores, from the old one and the client's.
+ * Returns 0 with *ret, or an error. */
+static int merge_update(const struct kube_kind *k, const json_t *old, json_t *body,
+			struct kube_opts *o, json_t **ret, ah_err *err)
+{
+	json_t *obj, *meta, *ometa = json_object_get(old, "metadata");
+	const char *keep[] = { "uid", "creationTimestamp", "deletionTimestamp",
+			       "deletionGracePeriodSeconds", "namespace", "name", NULL };
+	size_t i;
+
+	if (o && o->status) {
+		/* Status subresource: take only .status from the client. */
+		obj = json_deep_copy(old);
+		if (json_object_get(body, "status"))
+			json_object_set(obj, "status", json_object_get(body, "status"));
+		else
+			json_object_del(obj, "status");
+		*ret = obj;
+		return 0;
+	}
+	obj = json_deep_copy(body);
+	meta = meta_of(obj);
+	for (i = 0; keep[i]; i++) {
+		json_t *v = json_object_get(ometa, keep[i]);
+
+		if (v)
+			json_object_set(meta, keep[i], v);
+		else
+			json_object_del(meta, keep[i]);
+	}
+	json_object_del(meta, "managedFields");
+	json_object_del(meta, "selfLink");
+	if (k->has_status) {
+		json_t *st = json_object_get(old, "status");
+
+		if (st)
+			json_object_set(obj, "status", st);
+		else
+			json_object_del(obj, "status");
+	}
+	if (strcmp(k->plural, "namespaces") == 0 && !k->group[0]) {
+		json_object_set(obj, "status", json_object_get(old, "status"));
+		json_object_set(obj, "spec", json_object_get(old, "spec"));
+	}
+	if (is_secret(k))
+		secret_fold_string_data(obj);
+	/* No new finalizers on an object that is going away. */
+	if (is_deleting(old)) {
+		json_t *nf = json_object_get(meta, "finalizers"), *of = json_object_get(ometa, "finalizers"), *f, *g;
+		size_t j;
+
+		json_array_foreach(nf, i, f) {
+			bool found = false;
+
+			json_array_foreach(of, j, g)
+				if (json_equal(f, g))
+					found = true;
+			if (!found) {
+				json_t *causes = o && o->causes ? json_incref(o->causes) : json_array();
+				int r;
+
+				add_cause(causes, "FieldValueForbidden", "metadata.finalizers",
+					  "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"%s\"}",
+					  json_string_value(f) ? json_string_value(f) : "");
+				r = invalid_error(k, mstr(old, "name"), causes, err);
+				json_decref(causes);
+				json_decref(obj);
+				return r;
+			}
+		}
+	}
+	*ret = obj;
+	return 0;
+}
+
+/* The shared tail of update and patch: validate, admit, write at old_rev.
+ * body_rv: the resourceVersion the client sent ("" = unconditional). */
+static int do_update(struct kube_api *api, const struct kube_kind *k, const char *ns,
+		     const char *name, json_t *old, int64_t old_rev, json_t *body, const char *body_rv,
+		     struct kube_opts *o, json_t **ret, ah_err *err)
+{
+	json_t *obj = NULL, *causes = o && o->causes ? json_incref(o->causes) : json_array();
+	struct render_ctx rc;
+	int r;
+
+	if (body_rv && *body_rv && strtoll(body_rv, NULL, 10) != old_rev) {
+		r = err_conflict(err, k, name);
+		goto out;
+	}
+	r = merge_update(k, old, body, o, &obj, err);
+	if (r < 0)
+		goto out;
+	/* Same resourceVersion as the old one while we compare and validate. */
+	json_object_set(meta_of(obj), "resourceVersion", json_object_get(json_object_get(old, "metadata"), "resourceVersion"));
+	if (!k->builtin) {
+		json_int_t gen = json_integer_value(json_object_get(json_object_get(old, "metadata"), "generation"));
+
+		if (gen < 1)
+			gen = 1;
+		if (!spec_equal(old, obj))
+			gen++;
+		json_object_set_new(meta_of(obj), "generation", json_integer(gen));
+	}
+	if (check_object(k, obj, o, causes) > 0) {
+		r = invalid_error(k, name, causes, err);
+		goto out;
+	}
+	r = run_admission(api, k, KUBE_UPDATE, old, obj, err);
+	if (r < 0)
+		goto out;
+	if (json_equal(old, obj)) {
+		/* A no-op update writes nothing and keeps the resourceVersion. */
+		*ret = obj;
+		obj = NULL;
+		r = 0;
+		goto out;
+	}
+	if (is_deleting(obj) && finalizers_empty(obj)) {
+		if (o && o->dry_run) {
+			*ret = obj;
+			obj = NULL;
+			r = 0;
+			goto out;
+		}
+		r = remove_now(api, k, ns, name, obj, old_rev, false, err);
+		if (r == 0) {
+			*ret = obj;
+			obj = NULL;
+		}
+		goto out;
+	}
+	if (o && o->dry_run) {
+		*ret = obj;
+		obj = NULL;
+		r = 0;
+		goto out;
+	}
+	rc.obj = obj;
+	r = store_update(api->store, k->store_key, ns, name, old_rev, render_obj, &rc, NULL);
+	if (r == -ESTALE) {
+		r = err_conflict(err, k, name);
+		goto out;
+	}
+	if (r == -ENOENT) {
+		r = kube_err_not_found(err, k, name);
+		goto out;
+	}
+	if (r < 0) {
+		r = err_store(err, r);
+		goto out;
+	}
+	*ret = obj;
+	obj = NULL;
+out:
+	json_decref(obj);
+	json_decref(causes);
+	return r;
+}
+
+static int get_with_rev(struct kube_api *api, const struct kube_kind *k, const char *ns,
+			const char *name, json_t **ret, int64_t *ret_rev, ah_err *err)
+{
+	store_obj *so = NULL;
+	int r = store_get(api->store, k->store_key, ns, name, &so);
+
+	if (r == -ENOENT)
+		return kube_err_not_found(err, k, name);
+	if (r < 0)
+		return err_store(err, r);
+	*ret_rev = so->rev;
+	r = load_obj(so, ret, err);
+	store_obj_free(so);
+	return r;
+}
+
+int kube_update(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
+		json_t *body, struct kube_opts *o, json_t **ret, ah_err *err)
+{
+	json_t *old = NULL;
+	const char *bname, *bns, *rv;
+	int64_t rev;
+	int r;
+
+	if (!k->namespaced)
+		ns = "";
+	r = check_type_meta(k, body, err);
+	if (r < 0)
+		return r;
+	bname = mstr(body, "name");
+	bns = mstr(body, "namespace");
+	if (bname && strcmp(bname, name) != 0)
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "the name of the object (%s) does not match the name on the URL (%s)", bname, name);
+	if (k->namespaced && bns && *bns && strcmp(bns, ns) != 0)
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "the namespace of the provided object does not match the namespace sent on the request");
+	rv = mstr(body, "resourceVersion");
+	if (!k->builtin && (!rv || !*rv)) {
+		json_t *causes = o && o->causes ? json_incref(o->causes) : json_array();
+
+		add_cause(causes, "FieldValueInvalid", "metadata.resourceVersion",
+			  "Invalid value: 0x0: must be specified for an update");
+		r = invalid_error(k, name, causes, err);
+		json_decref(causes);
+		return r;
+	}
+	r = get_with_rev(api, k, ns, name, &old, &rev, err);
+	if (r < 0)
+		return r;
+	r = do_update(api, k, ns, name, old, rev, body, rv, o, ret, err);
+	json_decref(old);
+	return r;
+}
+
+int kube_patch(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
+	       const char *patch_type, const json_t *patch, struct kube_opts *o, json_t **ret,
+	       ah_err *err)
+{
+	int attempt, r = 0;
+
+	if (!k->namespaced)
+		ns = "";
+	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
+		json_t *old = NULL, *patched = NULL;
+		const char *rv, *orv;
+		int64_t rev;
+
+		r = get_with_rev(api, k, ns, name, &old, &rev, err);
+		if (r < 0)
+			return r;
+		if (strstr(patch_type, "json-patch"))
+			r = patch_json(old, patch, &patched, err);
+		else if (strstr(patch_type, "strategic-merge-patch"))
+			r = patch_strategic(old, patch, k->smp_lists, &patched, err);
+		else
+			r = patch_merge(old, patch, &patched, err);
+		if (r < 0) {
+			json_decref(old);
+			return r;
+		}
+		if (!json_is_object(patched)) {
+			json_decref(old);
+			json_decref(patched);
+			return ah_err_set(err, EINVAL, 422, "Invalid", "the patch did not produce an object");
+		}
+		/* A resourceVersion in the patch is a precondition; otherwise the
+		 * patch applies to whatever is current (retrying on a race). */
+		rv = mstr(patched, "resourceVersion");
+		orv = mstr(old, "resourceVersion");
+		if (rv && orv && strcmp(rv, orv) == 0)
+			rv = NULL;
+		if (check_type_meta(k, patched, err) < 0) {
+			json_decref(old);
+			json_decref(patched);
+			return -EINVAL;
+		}
+		r = do_update(api, k, ns, name, old, rev, patched, rv ? rv : "", o, ret, err);
+		json_decref(old);
+		json_decref(patched);
+		if (r == -ESTALE && !rv)
+			continue;
+		return r;
+	}
+	return r;
+}
+
+/* Remove from the store and queue the dependents for the collector. */
+static int remove_now(struct kube_api *api, const struct kube_kind *k, const char *ns,
+		      const char *name, json_t *obj, int64_t expect_rev, bool orphan, ah_err *err)
+{
+	struct render_ctx rc = { .obj = obj };
+	int r = store_delete(api->store, k->store_key, ns, name, expect_rev, render_obj, &rc, NULL);
+
+	if (r == -ESTALE)
+		return err_conflict(err, k, name);
+	if (r == -ENOENT)
+		return kube_err_not_found(err, k, name);
+	if (r < 0)
+		return err_store(err, r);
+	if (mstr(obj, "uid"))
+		gc_enqueue(api, mstr(obj, "uid"), k->namespaced ? ns : "", orphan);
+	if (!k->group[0] && strcmp(k->plural, "namespaces") == 0) {
+		/* Nothing may outlive its namespace (the namespace waited for its
+		 * content through its finalizer, see ns_sweep()). */
+	}
+	return 0;
+}
+
+int kube_delete(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
+		struct kube_opts *o, json_t **ret, ah_err *err)
+{
+	json_t *obj = NULL;
+	int64_t rev;
+	int r, attempt;
+	bool orphan = o && o->propagation && strcmp(o->propagation, "Orphan") == 0;
+	bool is_ns = !k->group[0] && strcmp(k->plural, "namespaces") == 0;
+
+	if (!k->namespaced)
+		ns = "";
+	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
+		r = get_with_rev(api, k, ns, name, &obj, &rev, err);
+		if (r < 0)
+			return r;
+		if (o && o->precondition_uid && *o->precondition_uid &&
+		    strcmp(o->precondition_uid, mstr(obj, "uid") ? mstr(obj, "uid") : "") != 0) {
+			json_decref(obj);
+			return ah_err_set(err, ESTALE, 409, "Conflict",
+					  "Operation cannot be fulfilled on %s \"%s\": Precondition failed: UID in precondition: %s, UID in object meta: %s",
+					  kube_kind_resource_name(k), name, o->precondition_uid,
+					  mstr(obj, "uid") ? mstr(obj, "uid") : "");
+		}
+		if (o && o->precondition_rv && *o->precondition_rv &&
+		    strcmp(o->precondition_rv, mstr(obj, "resourceVersion") ? mstr(obj, "resourceVersion") : "") != 0) {
+			json_decref(obj);
+			return ah_err_set(err, ESTALE, 409, "Conflict",
+					  "Operation cannot be fulfilled on %s \"%s\": Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s",
+					  kube_kind_resource_name(k), name, o->precondition_rv,
+					  mstr(obj, "resourceVersion") ? mstr(obj, "resourceVersion") : "");
+		}
+		r = run_admission(api, k, KUBE_DELETE, obj, obj, err);
+		if (r < 0) {
+			json_decref(obj);
+			return r;
+		}
+		if (is_deleting(obj)) {
+			*ret = obj;
+			return 0;
+		}
+		if (!finalizers_empty(obj) || is_ns) {
+			/* Finalizers hold it: mark it and let their owners finish.
+			 * A namespace always goes through Terminating so its content
+			 * is removed first. */
+			json_t *upd = json_deep_copy(obj);
+			struct render_ctx rc = { .obj = upd };
+			char now[32];
+
+			util_now_rfc3339(now, sizeof(now));
+			json_object_set_new(meta_of(upd), "deletionTimestamp", json_string(now));
+			json_object_set_new(meta_of(upd), "deletionGracePeriodSeconds", json_integer(0));
+			if (is_ns)
+				json_object_set_new(upd, "status", json_pack("{s:s}", "phase", "Terminating"));
+			if (orphan) {
+				json_t *fin = json_object_get(meta_of(upd), "finalizers");
+
+				if (!json_is_array(fin)) {
+					fin = json_array();
+					json_object_set_new(meta_of(upd), "finalizers", fin);
+				}
+				json_array_append_new(fin, json_string("orphan"));
+			}
+			json_decref(obj);
+			if (o && o->dry_run) {
+				*ret = upd;
+				return 0;
+			}
+			r = store_update(api->store, k->store_key, ns, name, rev, render_obj, &rc, NULL);
+			if (r == -ESTALE) {
+				json_decref(upd);
+				continue;
+			}
+			if (r < 0) {
+				json_decref(upd);
+				return err_store(err, r);
+			}
+			if (is_ns)
+				gc_enqueue(api, NULL, name, false);
+			*ret = upd;
+			return 0;
+		}
+		if (o && o->dry_run) {
+			*ret = obj;
+			return 0;
+		}
+		r = remove_now(api, k, ns, name, obj, rev, orphan, err);
+		if (r == -ESTALE) {
+			json_decref(obj);
+			continue;
+		}
+		if (r < 0) {
+			json_decref(obj);
+			return r;
+		}
+		*ret = obj;
+		return 0;
+	}
+	return err_conflict(err, k, name);
+}
+
+/* --- garbage collection and namespace termination ------------------------ */
+
+static void gc_enqueue(struct kube_api *api, const char *uid, const char *ns, bool orphan)
+{
+	struct gc_item *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return;
+	it->uid = uid ? strdup(uid) : NULL;
+	it->ns = strdup(ns ? ns : "");
+	it->orphan = orphan;
+	pthread_mutex_lock(&api->gc_lock);
+	if (api->gc_tail)
+		api->gc_tail->next = it;
+	else
+		api->gc_head = it;
+	api->gc_tail = it;
+	pthread_cond_signal(&api->gc_cond);
+	pthread_mutex_unlock(&api->gc_lock);
+}
+
+struct dep_ref {
+	char *store_key, *ns, *name;
+};
+
+struct dep_scan {
+	const char *uid;
+	const char *ns_only; /* namespace being terminated: collect everything */
+	struct dep_ref *refs;
+	size_t n, alloc;
+};
+
+static int dep_visit(const store_obj *so, void *userdata)
+{
+	struct dep_scan *ds = userdata;
+	struct dep_ref *p;
+
+	if (ds->uid) {
+		char needle[64];
+
+		snprintf(needle, sizeof(needle), "\"uid\":\"%s\"", ds->uid);
+		/* Cheap text filter before anything is parsed: the owner's uid must
+		 * appear somewhere other than the object's own uid. */
+		if (!strstr(so->json, "\"ownerReferences\"") || !strstr(so->json, needle))
+			return 0;
+	} else if (strcmp(so->ns, ds->ns_only) != 0) {
+		return 0;
+	}
+	if (ds->n == ds->alloc) {
+		size_t na = ds->alloc ? ds->alloc * 2 : 16;
+
+		p = realloc(ds->refs, na * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		ds->refs = p;
+		ds->alloc = na;
+	}
+	p = &ds->refs[ds->n++];
+	p->store_key = strdup(so->resource);
+	p->ns = strdup(so->ns);
+	p->name = strdup(so->name);
+	return 0;
+}
+
+static void dep_scan_release(struct dep_scan *ds)
+{
+	size_t i;
+
+	for (i = 0; i < ds->n; i++) {
+		free(ds->refs[i].store_key);
+		free(ds->refs[i].ns);
+		free(ds->refs[i].name);
+	}
+	free(ds->refs);
+}
+
+/* An object lost its owner `uid`: drop the reference, and delete the object
+ * when no owner is left (unless orphaning). */
+static void gc_dependent(struct kube_api *api, const struct dep_ref *d, const char *uid, bool orphan)
+{
+	const struct kube_kind *k = kube_registry_by_store_key(api->reg, d->store_key);
+	int attempt;
+
+	if (!k)
+		return;
+	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
+		json_t *obj = NULL, *refs, *ref, *keep;
+		int64_t rev;
+		ah_err err;
+		size_t i;
+		bool found = false;
+		int r;
+
+		if (get_with_rev(api, k, d->ns, d->name, &obj, &rev, &err) < 0)
+			return;
+		refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+		keep = json_array();
+		json_array_foreach(refs, i, ref) {
+			if (strcmp(json_string_value(json_object_get(ref, "uid")) ? json_string_value(json_object_get(ref, "uid")) : "", uid) == 0)
+				found = true;
+			else
+				json_array_append(keep, ref);
+		}
+		if (!found) {
+			json_decref(keep);
+			json_decref(obj);
+			return;
+		}
+		if (json_array_size(keep) > 0 || orphan) {
+			json_t *upd = json_deep_copy(obj);
+			struct render_ctx rc = { .obj = upd };
+
+			if (json_array_size(keep) > 0)
+				json_object_set(meta_of(upd), "ownerReferences", keep);
+			else
+				json_object_del(meta_of(upd), "ownerReferences");
+			r = store_update(api->store, k->store_key, d->ns, d->name, rev, render_obj, &rc, NULL);
+			json_decref(upd);
+		} else {
+			json_t *ret = NULL;
+			struct kube_opts o = { .propagation = "Background" };
+
+			r = kube_delete(api, k, d->ns, d->name, &o, &ret, &err);
+			json_decref(ret);
+			if (r < 0 && r != -ENOENT)
+				log_warn("garbage collector: deleting %s %s/%s: %s", k->store_key, d->ns,
+					 d->name, err.message);
+			r = 0;
+		}
+		json_decref(keep);
+		json_decref(obj);
+		if (r != -ESTALE)
+			return;
+	}
+}
+
+static void gc_owner_gone(struct kube_api *api, struct gc_item *it)
+{
+	struct dep_scan ds = { .uid = it->uid };
+	size_t i;
+
+	/* Namespaced dependents live in the owner's namespace; a cluster-scoped
+	 * owner may own objects anywhere. */
+	if (store_list(api->store, NULL, NULL, NULL, NULL, dep_visit, &ds, NULL) == 0) {
+		for (i = 0; i < ds.n; i++)
+			if (!*it->ns || strcmp(ds.refs[i].ns, it->ns) == 0)
+				gc_dependent(api, &ds.refs[i], it->uid, it->orphan);
+	}
+	dep_scan_release(&ds);
+}
+
+/* Delete every object of a terminating namespace; once none is left, the
+ * namespace itself goes.  Objects held by finalizers keep it Terminating. */
+static bool ns_sweep(struct kube_api *api, const char *ns)
+{
+	struct dep_scan ds = { .ns_only = ns };
+	const struct kube_kind *nsk = kube_registry_by_store_key(api->reg, "namespaces");
+	json_t *obj = NULL;
+	int64_t rev;
+	ah_err err;
+	size_t i;
+	bool done = false;
+
+	if (store_list(api->store, NULL, NULL, NULL, NULL, dep_visit, &ds, NULL) < 0) {
+		dep_scan_release(&ds);
+		return false;
+	}
+	for (i = 0; i < ds.n; i++) {
+		const struct kube_kind *k = kube_registry_by_store_key(api->reg, ds.refs[i].store_key);
+		struct kube_opts o = { .propagation = "Background" };
+		json_t *ret = NULL;
+
+		if (!k || !k->namespaced)
+			continue;
+		kube_delete(api, k, ds.refs[i].ns, ds.refs[i].name, &o, &ret, &err);
+		json_decref(ret);
+	}
+	if (ds.n == 0 && nsk && get_with_rev(api, nsk, "", ns, &obj, &rev, &err) == 0) {
+		if (is_deleting(obj))
+			done = remove_now(api, nsk, "", ns, obj, rev, false, &err) == 0;
+		json_decref(obj);
+	} else if (ds.n == 0) {
+		done = true;
+	}
+	dep_scan_release(&ds);
+	return done;
+}
+
+static void *gc_main(void *arg)
+{
+	struct kube_api *api = arg;
+
+	pthread_mutex_lock(&api->gc_lock);
+	while (!api->gc_stop) {
+		struct gc_item *it = api->gc_head;
+
+		if (!it) {
+			struct timespec ts;
+			size_t i, n = api->n_ns_terminating;
+			char **pending = NULL;
+
+			/* Terminating namespaces are re-swept every second until
+			 * their finalizer-held content is gone. */
+			if (n) {
+				pending = api->ns_terminating;
+				api->ns_terminating = NULL;
+				api->n_ns_terminating = 0;
+				pthread_mutex_unlock(&api->gc_lock);
+				for (i = 0; i < n; i++) {
+					if (ns_sweep(api, pending[i])) {
+						free(pending[i]);
+						pending[i] = NULL;
+					}
+				}
+				pthread_mutex_lock(&api->gc_lock);
+				for (i = 0; i < n; i++) {
+					char **p;
+
+					if (!pending[i])
+						continue;
+					p = realloc(api->ns_terminating, (api->n_ns_terminating + 1) * sizeof(*p));
+					if (!p) {
+						free(pending[i]);
+						continue;
+					}
+					api->ns_terminating = p;
+					p[api->n_ns_terminating++] = pending[i];
+				}
+				free(pending);
+			}
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&api->gc_cond, &api->gc_lock, &ts);
+			continue;
+		}
+		api->gc_head = it->next;
+		if (!api->gc_head)
+			api->gc_tail = NULL;
+		pthread_mutex_unlock(&api->gc_lock);
+		if (it->uid) {
+			gc_owner_gone(api, it);
+		} else {
+			pthread_mutex_lock(&api->gc_lock);
+			{
+				char **p = realloc(api->ns_terminating,
+						   (api->n_ns_terminating + 1) * sizeof(*p));
+
+				if (p) {
+					api->ns_terminating = p;
+					p[api->n_ns_terminating++] = strdup(it->ns);
+				}
+			}
+			pthread_mutex_unlock(&api->gc_lock);
+		}
+		free(it->uid);
+		free(it->ns);
+		free(it);
+		pthread_mutex_lock(&api->gc_lock);
+	}
+	pthread_mutex_unlock(&api->gc_lock);
+	return NULL;
+}
+
+/* At start-up: finish what a previous run left half-done (owners deleted
+ * before a crash, namespaces left Terminating). */
+struct startup_scan {
+	json_t *uids;   /* object: uid -> true for every live object */
+	json_t *owned;  /* array of [store_key, ns, name, [owner uids]] */
+	json_t *terminating; /* array of namespace names */
+};
+
+static int startup_visit(const store_obj *so, void *userdata)
+{
+	struct startup_scan *ss = userdata;
+	json_t *obj = json_loadb(so->json, so->len, 0, NULL), *refs, *ref, *uids;
+	const char *uid;
+	size_t i;
+
+	if (!obj)
+		return 0;
+	uid = mstr(obj, "uid");
+	if (uid)
+		json_object_set_new(ss->uids, uid, json_true());
+	if (strcmp(so->resource, "namespaces") == 0 && mstr(obj, "deletionTimestamp"))
+		json_array_append_new(ss->terminating, json_string(so->name));
+	refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+	if (json_array_size(refs)) {
+		uids = json_array();
+		json_array_foreach(refs, i, ref)
+			json_array_append(uids, json_object_get(ref, "uid"));
+		json_array_append_new(ss->owned, json_pack("[s,s,s,o]", so->resource, so->ns, so->name, uids));
+	}
+	json_decref(obj);
+	return 0;
+}
+
+static void gc_startup(struct kube_api *api)
+{
+	struct startup_scan ss = { json_object(), json_array(), json_array() };
+	json_t *row, *u;
+	size_t i, j;
+
+	if (store_list(api->store, NULL, NULL, NULL, NULL, startup_visit, &ss, NULL) == 0) {
+		json_array_foreach(ss.owned, i, row) {
+			json_array_foreach(json_array_get(row, 3), j, u) {
+				const char *uid = json_string_value(u);
+
+				if (uid && !json_object_get(ss.uids, uid)) {
+					struct dep_ref d = {
+						(char *)json_string_value(json_array_get(row, 0)),
+						(char *)json_string_value(json_array_get(row, 1)),
+						(char *)json_string_value(json_array_get(row, 2)) };
+
+					gc_dependent(api, &d, uid, false);
+				}
+			}
+		}
+		json_array_foreach(ss.terminating, i, u)
+			gc_enqueue(api, NULL, json_string_value(u), false);
+	}
+	json_decref(ss.uids);
+	json_decref(ss.owned);
+	json_decref(ss.terminating);
+}
+
+static int ensure_namespace(struct kube_api *api, const char *name)
+{
+	const struct kube_kind *k = kube_registry_by_store_key(api->reg, "namespaces");
+	json_t *body = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+				 "metadata", "name", name);
+	json_t *ret = NULL;
+	ah_err err;
+	int r = kube_create(api, k, "", body, NULL, &ret, &err);
+
+	json_decref(body);
+	json_decref(ret);
+	return r == -EEXIST ? 0 : r;
+}
+
+int kube_api_new(store *s, const struct kube_registry *reg, struct kube_api **ret, ah_err *err)
+{
+	struct kube_api *api = calloc(1, sizeof(*api));
+	static const char *initial_ns[] = { "default", "kube-system", "kube-public", NULL };
+	int i, r;
+
+	if (!api)
+		return -ENOMEM;
+	api->store = s;
+	api->reg = reg;
+	pthread_mutex_init(&api->gc_lock, NULL);
+	pthread_cond_init(&api->gc_cond, NULL);
+	for (i = 0; initial_ns[i]; i++) {
+		r = ensure_namespace(api, initial_ns[i]);
+		if (r < 0) {
+			kube_api_free(api);
+			return ah_err_set(err, r, 500, "InternalError", "creating namespace %s: %s",
+					  initial_ns[i], strerror(-r));
+		}
+	}
+	gc_startup(api);
+	if (pthread_create(&api->gc_thread, NULL, gc_main, api) != 0) {
+		kube_api_free(api);
+		return ah_err_set(err, EAGAIN, 500, "InternalError", "cannot start the garbage collector");
+	}
+	api->gc_started = true;
+	*ret = api;
+	return 0;
+}
+
+void kube_api_free(struct kube_api *api)
+{
+	size_t i;
+
+	if (!api)
+		return;
+	if (api->gc_started) {
+		pthread_mutex_lock(&api->gc_lock);
+		api->gc_stop = true;
+		pthread_cond_broadcast(&api->gc_cond);
+		pthread_mutex_unlock(&api->gc_lock);
+		pthread_join(api->gc_thread, NULL);
+	}
+	while (api->gc_head) {
+		struct gc_item *it = api->gc_head;
+
+		api->gc_head = it->next;
+		free(it->uid);
+		free(it->ns);
+		free(it);
+	}
+	for (i = 0; i < api->n_ns_terminating; i++)
+		free(api->ns_terminating[i]);
+	free(api->ns_terminating);
+	for (i = 0; i < api->n_adm; i++)
+		free(api->adm[i].store_key);
+	free(api->adm);
+	pthread_mutex_destroy(&api->gc_lock);
+	pthread_cond_destroy(&api->gc_cond);
+	free(api);
+}

@@ -1,0 +1,331 @@
+/* registry.c - kinds from CRD manifests plus the built-in core kinds.
+ * See registry.h.  Everything here runs once at start-up. */
+#include "registry.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/yamljson.h"
+
+/* Lists that merge by key under a strategic merge patch for built-in kinds.
+ * The metadata lists are handled by patch_strategic() for every kind. */
+static const struct smp_list_meta no_lists[] = { { NULL, NULL } };
+
+struct builtin_def {
+	const char *kind, *plural, *singular, *short_name;
+	bool namespaced, has_status;
+	const char *columns; /* JSON array of printer columns */
+	const char *schema;  /* JSON openAPIV3Schema */
+};
+
+#define AGE_COL "{\"name\":\"Age\",\"type\":\"date\",\"jsonPath\":\".metadata.creationTimestamp\"}"
+
+static const struct builtin_def builtins[] = {
+	{ "Namespace", "namespaces", "namespace", "ns", false, true,
+	  "[{\"name\":\"Status\",\"type\":\"string\",\"jsonPath\":\".status.phase\"}," AGE_COL "]",
+	  "{\"type\":\"object\",\"description\":\"Namespace provides a scope for Names.\","
+	  "\"properties\":{\"apiVersion\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\"},"
+	  "\"metadata\":{\"type\":\"object\"},"
+	  "\"spec\":{\"type\":\"object\",\"properties\":{\"finalizers\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
+	  "\"status\":{\"type\":\"object\",\"properties\":{\"phase\":{\"type\":\"string\"},"
+	  "\"conditions\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}}}}}" },
+	{ "Secret", "secrets", "secret", NULL, true, false,
+	  "[{\"name\":\"Type\",\"type\":\"string\",\"jsonPath\":\".type\"}," AGE_COL "]",
+	  "{\"type\":\"object\",\"description\":\"Secret holds secret data of a certain type.\","
+	  "\"properties\":{\"apiVersion\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\"},"
+	  "\"metadata\":{\"type\":\"object\"},"
+	  "\"data\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"format\":\"byte\"}},"
+	  "\"stringData\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+	  "\"immutable\":{\"type\":\"boolean\"},\"type\":{\"type\":\"string\"}}}" },
+	{ "ConfigMap", "configmaps", "configmap", "cm", true, false,
+	  "[" AGE_COL "]",
+	  "{\"type\":\"object\",\"description\":\"ConfigMap holds configuration data for pods to consume.\","
+	  "\"properties\":{\"apiVersion\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\"},"
+	  "\"metadata\":{\"type\":\"object\"},"
+	  "\"data\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+	  "\"binaryData\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"format\":\"byte\"}},"
+	  "\"immutable\":{\"type\":\"boolean\"}}}" },
+	{ "Event", "events", "event", "ev", true, false,
+	  "[{\"name\":\"Last Seen\",\"type\":\"date\",\"jsonPath\":\".lastTimestamp\"},"
+	  "{\"name\":\"Type\",\"type\":\"string\",\"jsonPath\":\".type\"},"
+	  "{\"name\":\"Reason\",\"type\":\"string\",\"jsonPath\":\".reason\"},"
+	  "{\"name\":\"Object\",\"type\":\"string\",\"jsonPath\":\".involvedObject.name\"},"
+	  "{\"name\":\"Message\",\"type\":\"string\",\"jsonPath\":\".message\"}]",
+	  "{\"type\":\"object\",\"description\":\"Event is a report of an event somewhere in the cluster.\","
+	  "\"x-kubernetes-preserve-unknown-fields\":true,"
+	  "\"properties\":{\"apiVersion\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\"},"
+	  "\"metadata\":{\"type\":\"object\"},"
+	  "\"involvedObject\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true},"
+	  "\"reason\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},"
+	  "\"count\":{\"type\":\"integer\"},\"firstTimestamp\":{\"type\":\"string\"},"
+	  "\"lastTimestamp\":{\"type\":\"string\"}}}" },
+};
+
+static void kind_free(struct kube_kind *k)
+{
+	if (!k)
+		return;
+	free(k->group);
+	free(k->version);
+	free(k->kind);
+	free(k->list_kind);
+	free(k->plural);
+	free(k->singular);
+	free(k->api_version);
+	free(k->store_key);
+	json_decref(k->short_names);
+	json_decref(k->categories);
+	json_decref(k->crd);
+	json_decref(k->printer_columns);
+	if (k->builtin)
+		json_decref(k->schema);
+	table_columns_free(k->columns);
+	free(k);
+}
+
+static char *xstrdup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+static int reg_append(struct kube_registry *reg, struct kube_kind *k)
+{
+	struct kube_kind **p = realloc(reg->kinds, (reg->n + 1) * sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	reg->kinds = p;
+	reg->kinds[reg->n++] = k;
+	return 0;
+}
+
+static int finish_kind(struct kube_kind *k, ah_err *err)
+{
+	char buf[512];
+
+	if (k->group[0])
+		snprintf(buf, sizeof(buf), "%s/%s", k->group, k->version);
+	else
+		snprintf(buf, sizeof(buf), "%s", k->version);
+	k->api_version = strdup(buf);
+	if (k->group[0])
+		snprintf(buf, sizeof(buf), "%s.%s", k->plural, k->group);
+	else
+		snprintf(buf, sizeof(buf), "%s", k->plural);
+	k->store_key = strdup(buf);
+	if (!k->api_version || !k->store_key)
+		return -ENOMEM;
+	return table_columns_compile(k->printer_columns, &k->columns, err);
+}
+
+static int add_builtin(struct kube_registry *reg, const struct builtin_def *d, ah_err *err)
+{
+	struct kube_kind *k = calloc(1, sizeof(*k));
+	json_error_t jerr;
+	char list_kind[128];
+	int r;
+
+	if (!k)
+		return -ENOMEM;
+	snprintf(list_kind, sizeof(list_kind), "%sList", d->kind);
+	k->group = xstrdup("");
+	k->version = xstrdup("v1");
+	k->kind = xstrdup(d->kind);
+	k->list_kind = xstrdup(list_kind);
+	k->plural = xstrdup(d->plural);
+	k->singular = xstrdup(d->singular);
+	k->short_names = json_array();
+	if (d->short_name)
+		json_array_append_new(k->short_names, json_string(d->short_name));
+	k->categories = json_array();
+	k->namespaced = d->namespaced;
+	k->has_status = d->has_status;
+	k->builtin = true;
+	k->smp_lists = no_lists;
+	k->schema = json_loads(d->schema, 0, &jerr);
+	k->printer_columns = json_loads(d->columns, 0, &jerr);
+	if (!k->schema || !k->printer_columns) {
+		kind_free(k);
+		return ah_err_set(err, EINVAL, 500, "InternalError", "built-in kind %s: %s", d->kind,
+				  jerr.text);
+	}
+	r = finish_kind(k, err);
+	if (r == 0)
+		r = reg_append(reg, k);
+	if (r < 0)
+		kind_free(k);
+	return r;
+}
+
+static const char *jstr(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "";
+}
+
+static int add_crd(struct kube_registry *reg, json_t *crd, const char *origin, ah_err *err)
+{
+	json_t *spec = json_object_get(crd, "spec"), *names, *versions, *v;
+	size_t i;
+	int r;
+
+	if (strcmp(jstr(crd, "kind"), "CustomResourceDefinition") != 0)
+		return 0;
+	names = json_object_get(spec, "names");
+	versions = json_object_get(spec, "versions");
+	if (!json_is_object(names) || !json_is_array(versions) || !*jstr(spec, "group"))
+		return ah_err_set(err, EINVAL, 500, "InternalError", "%s: CRD without group, names or versions",
+				  origin);
+	json_array_foreach(versions, i, v) {
+		struct kube_kind *k;
+		json_t *sub = json_object_get(v, "subresources");
+
+		if (!json_is_true(json_object_get(v, "served")))
+			continue;
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		k->group = xstrdup(jstr(spec, "group"));
+		k->version = xstrdup(jstr(v, "name"));
+		k->kind = xstrdup(jstr(names, "kind"));
+		k->list_kind = xstrdup(*jstr(names, "listKind") ? jstr(names, "listKind") : "");
+		if (!*k->list_kind) {
+			free(k->list_kind);
+			k->list_kind = malloc(strlen(k->kind) + 5);
+			if (k->list_kind)
+				sprintf(k->list_kind, "%sList", k->kind);
+		}
+		k->plural = xstrdup(jstr(names, "plural"));
+		k->singular = xstrdup(*jstr(names, "singular") ? jstr(names, "singular") : "");
+		k->short_names = json_incref(json_object_get(names, "shortNames"));
+		if (!k->short_names)
+			k->short_names = json_array();
+		k->categories = json_incref(json_object_get(names, "categories"));
+		if (!k->categories)
+			k->categories = json_array();
+		k->namespaced = strcmp(jstr(spec, "scope"), "Cluster") != 0;
+		k->has_status = json_object_get(sub, "status") != NULL;
+		k->smp_lists = no_lists;
+		k->crd = json_incref(crd);
+		k->schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
+		k->printer_columns = json_incref(json_object_get(v, "additionalPrinterColumns"));
+		if (!k->singular[0]) {
+			char *s = strdup(k->kind);
+
+			for (char *p = s; p && *p; p++)
+				*p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+			free(k->singular);
+			k->singular = s;
+		}
+		if (!k->schema) {
+			kind_free(k);
+			return ah_err_set(err, EINVAL, 500, "InternalError", "%s: version %s has no schema",
+					  origin, jstr(v, "name"));
+		}
+		r = finish_kind(k, err);
+		if (r == 0)
+			r = reg_append(reg, k);
+		if (r < 0) {
+			kind_free(k);
+			return r;
+		}
+	}
+	return 0;
+}
+
+int kube_registry_add_crd_text(struct kube_registry *reg, const char *text, size_t len,
+			       const char *origin, ah_err *err)
+{
+	json_t *docs = NULL, *doc;
+	size_t i;
+	int r;
+
+	r = yaml_parse_all(text, len, &docs, err);
+	if (r < 0) {
+		ah_err_prefix(err, "%s", origin);
+		return r;
+	}
+	json_array_foreach(docs, i, doc) {
+		r = add_crd(reg, doc, origin, err);
+		if (r < 0)
+			break;
+	}
+	json_decref(docs);
+	return r;
+}
+
+int kube_registry_new(struct kube_registry **ret, ah_err *err)
+{
+	struct kube_registry *reg = calloc(1, sizeof(*reg));
+	size_t i;
+	int r = 0;
+
+	if (!reg)
+		return -ENOMEM;
+	for (i = 0; i < sizeof(builtins) / sizeof(builtins[0]) && r == 0; i++)
+		r = add_builtin(reg, &builtins[i], err);
+	for (i = 0; i < ah_embedded_crds_count && r == 0; i++)
+		r = kube_registry_add_crd_text(reg, ah_embedded_crds[i].data, ah_embedded_crds[i].len,
+					       ah_embedded_crds[i].name, err);
+	if (r < 0) {
+		kube_registry_free(reg);
+		return r;
+	}
+	*ret = reg;
+	return 0;
+}
+
+void kube_registry_free(struct kube_registry *reg)
+{
+	size_t i;
+
+	if (!reg)
+		return;
+	for (i = 0; i < reg->n; i++)
+		kind_free(reg->kinds[i]);
+	free(reg->kinds);
+	free(reg);
+}
+
+const struct kube_kind *kube_registry_by_resource(const struct kube_registry *reg,
+						  const char *group, const char *version,
+						  const char *plural)
+{
+	size_t i;
+
+	for (i = 0; i < reg->n; i++) {
+		const struct kube_kind *k = reg->kinds[i];
+
+		if (strcmp(k->group, group) == 0 && strcmp(k->version, version) == 0 &&
+		    strcmp(k->plural, plural) == 0)
+			return k;
+	}
+	return NULL;
+}
+
+const struct kube_kind *kube_registry_by_kind(const struct kube_registry *reg,
+					      const char *api_version, const char *kind)
+{
+	size_t i;
+
+	for (i = 0; i < reg->n; i++) {
+		const struct kube_kind *k = reg->kinds[i];
+
+		if (strcmp(k->api_version, api_version) == 0 && strcmp(k->kind, kind) == 0)
+			return k;
+	}
+	return NULL;
+}
+
+const struct kube_kind *kube_registry_by_store_key(const struct kube_registry *reg,
+						   const char *store_key)
+{
+	size_t i;
+
+	for (i = 0; i < reg->n; i++)
+		if (strcmp(reg->kinds[i]->store_key, store_key) == 0)
+			return reg->kinds[i];
+	return NULL;
+}

@@ -1,0 +1,1130 @@
+/* sqlite.c - the embedded SQLite backend of the object store.
+ *
+ * One database file in WAL mode with three tables: objects (the current text
+ * of every key), events (one row per write, keyed by its revision, read by
+ * watches) and meta (schema version, current and compacted revision).
+ *
+ * Writes: callers queue a request and sleep; a single writer thread owns the
+ * read-write connection, takes up to BATCH_MAX queued requests, applies each
+ * (own precondition check, own render call, own revision) inside one
+ * BEGIN IMMEDIATE ... COMMIT, syncs once, and only then wakes each caller with
+ * its result.  That is group commit: under load one fsync acknowledges
+ * hundreds of writes.  A request that fails its precondition fails alone; a
+ * storage failure fails the whole batch with -EIO and acknowledges nothing.
+ *
+ * Reads: a pool of read-only connections, so reads never wait for the writer
+ * (WAL readers see the last commit that finished before they began).  Each
+ * list or events call runs in one read transaction, and the revision it
+ * reports is read from meta inside that same transaction.
+ *
+ * Event-log compaction piggybacks on write batches: once the log has grown a
+ * slack beyond event_log_keep, the next batch also deletes the oldest events
+ * (a bounded chunk of them) and advances the compacted revision. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store-internal.h"
+
+#define SCHEMA_VERSION 1
+/* Requests per transaction: big enough that 64 or more concurrent writers
+ * share one fsync, small enough that a batch holds the write lock briefly. */
+#define BATCH_MAX 512
+/* Events deleted by automatic compaction in one batch, so that catching up
+ * on a large backlog (e.g. after lowering event_log_keep) never stalls
+ * writes for long. */
+#define COMPACT_CHUNK 8192
+/* Idle read connections kept open.  More may exist while busy (a reader is
+ * never waited for, see reader_take()), but the excess is closed on return. */
+#define READERS_IDLE_MAX 32
+#define BUSY_TIMEOUT_MS 10000
+
+enum wreq_kind { WREQ_WRITE, WREQ_COMPACT };
+
+/* One queued request; lives on its caller's stack until `done`. */
+struct wreq {
+	struct wreq *next;
+	enum wreq_kind kind;
+	const struct store__write *w;   /* WREQ_WRITE */
+	size_t keep;                    /* WREQ_COMPACT */
+	int result;
+	int64_t rev;    /* write: its revision; compact: the new compacted rev */
+	bool done;
+	pthread_cond_t cond;
+};
+
+enum { LIST_RESOURCE = 1, LIST_NS = 2, LIST_AFTER = 4, LIST_VARIANTS = 8 };
+enum { EV_RESOURCE = 1, EV_NS = 2, EV_VARIANTS = 4 };
+
+/* A read-only connection with its statements, prepared on first use. */
+struct reader {
+	struct reader *next;
+	sqlite3 *db;
+	sqlite3_stmt *get, *begin, *end, *meta;
+	sqlite3_stmt *list[LIST_VARIANTS];
+	sqlite3_stmt *events[EV_VARIANTS];
+};
+
+struct sq {
+	struct store base;
+	char *path;
+	struct store_options opts;
+
+	/* Used only by the writer thread once open returned. */
+	sqlite3 *wdb;
+	sqlite3_stmt *w_begin, *w_commit, *w_rollback, *w_getrev, *w_insert, *w_update,
+		*w_delete, *w_event, *w_setmeta, *w_getmeta, *w_compact;
+	int64_t w_rev;          /* committed revision */
+	int64_t w_compacted;    /* committed compacted revision */
+	pthread_t writer;
+
+	/* The request queue; qmu also guards each request's `done`/`cond`. */
+	pthread_mutex_t qmu;
+	pthread_cond_t qcond;
+	struct wreq *qhead, *qtail;
+	size_t qlen;
+	bool stopping;
+
+	/* Published after each commit, for lock-free reads. */
+	_Atomic int64_t rev;
+	_Atomic int64_t compacted;
+	_Atomic uint64_t n_commits, n_writes;
+	_Atomic size_t max_batch;
+
+	/* store_wait(): rev changes and wake_gen bumps are broadcast on wcond. */
+	pthread_mutex_t wmu;
+	pthread_cond_t wcond;
+	uint64_t wake_gen;
+
+	pthread_mutex_t rmu;
+	struct reader *ridle;
+	size_t nidle;
+};
+
+static struct sq *to_sq(store *s)
+{
+	return (struct sq *)s;
+}
+
+static int sql_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_NOTADB:
+		return -EPROTO;
+	default:
+		return -EIO;
+	}
+}
+
+static int prep(sqlite3 *db, sqlite3_stmt **slot, const char *sql)
+{
+	if (*slot)
+		return 0;
+	return sql_errno(sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL));
+}
+
+/* Run a statement that returns no rows, and reset it for the next use. */
+static int step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE ? 0 : sql_errno(rc ? rc : SQLITE_ERROR);
+}
+
+static int exec(sqlite3 *db, const char *sql)
+{
+	return sql_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
+}
+
+static void bind_key(sqlite3_stmt *st, int first, const char *resource, const char *ns,
+		     const char *name)
+{
+	sqlite3_bind_text(st, first, resource, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, first + 1, ns, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, first + 2, name, -1, SQLITE_STATIC);
+}
+
+/* ---- writer side ------------------------------------------------------ */
+
+/* Read the current and compacted revision through the writer connection. */
+static int writer_read_meta(struct sq *q, int64_t *ret_rev, int64_t *ret_compacted)
+{
+	sqlite3_stmt *st = q->w_getmeta;
+	int rc = sqlite3_step(st);
+	int r = 0;
+
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER &&
+	    sqlite3_column_type(st, 1) == SQLITE_INTEGER) {
+		*ret_rev = sqlite3_column_int64(st, 0);
+		*ret_compacted = sqlite3_column_int64(st, 1);
+	} else {
+		r = rc == SQLITE_ROW ? -EPROTO : sql_errno(rc ? rc : SQLITE_ERROR);
+	}
+	sqlite3_reset(st);
+	return r;
+}
+
+/* Apply one write inside the open transaction at revision `rev`.  Returns a
+ * negative errno only when the transaction itself is broken (the batch
+ * fails); the request's own outcome goes to *ret_result. */
+static int apply_write(struct sq *q, const struct store__write *w, int64_t rev,
+		       int *ret_result)
+{
+	sqlite3_stmt *st = q->w_getrev;
+	int64_t cur = 0;
+	bool exists;
+	size_t len = SIZE_MAX;
+	char *text;
+	int rc, type;
+
+	bind_key(st, 1, w->resource, w->ns, w->name);
+	rc = sqlite3_step(st);
+	exists = rc == SQLITE_ROW;
+	if (exists)
+		cur = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sql_errno(rc);
+
+	if (w->op == STORE__CREATE && exists) {
+		*ret_result = -EEXIST;
+		return 0;
+	}
+	if (w->op != STORE__CREATE && !exists) {
+		*ret_result = -ENOENT;
+		return 0;
+	}
+	if (w->op != STORE__CREATE && w->expect_rev > 0 && w->expect_rev != cur) {
+		*ret_result = -ESTALE;
+		return 0;
+	}
+
+	text = w->render(rev, &len, w->userdata);
+	if (!text) {
+		*ret_result = -ECANCELED;
+		return 0;
+	}
+	/* A callback that forgot the length still produced a C string. */
+	if (len == SIZE_MAX)
+		len = strlen(text);
+	if (len > STORE_MAX_JSON) {
+		free(text);
+		*ret_result = -EFBIG;
+		return 0;
+	}
+
+	switch (w->op) {
+	case STORE__CREATE:
+		st = q->w_insert;
+		bind_key(st, 1, w->resource, w->ns, w->name);
+		sqlite3_bind_int64(st, 4, rev);
+		sqlite3_bind_text64(st, 5, text, len, SQLITE_STATIC, SQLITE_UTF8);
+		type = STORE_ADDED;
+		break;
+	case STORE__UPDATE:
+		st = q->w_update;
+		bind_key(st, 1, w->resource, w->ns, w->name);
+		sqlite3_bind_int64(st, 4, rev);
+		sqlite3_bind_text64(st, 5, text, len, SQLITE_STATIC, SQLITE_UTF8);
+		type = STORE_MODIFIED;
+		break;
+	default:
+		st = q->w_delete;
+		bind_key(st, 1, w->resource, w->ns, w->name);
+		type = STORE_DELETED;
+		break;
+	}
+	rc = step_done(st);
+	if (!rc) {
+		st = q->w_event;
+		sqlite3_bind_int64(st, 1, rev);
+		bind_key(st, 2, w->resource, w->ns, w->name);
+		sqlite3_bind_int(st, 5, type);
+		sqlite3_bind_text64(st, 6, text, len, SQLITE_STATIC, SQLITE_UTF8);
+		rc = step_done(st);
+	}
+	free(text);
+	if (!rc)
+		*ret_result = 0;
+	return rc;
+}
+
+/* Delete events up to `target` (no further than `limit` past *compacted). */
+static int compact_to(struct sq *q, int64_t target, int64_t limit, int64_t *compacted)
+{
+	int rc;
+
+	if (limit > 0 && target > *compacted + limit)
+		target = *compacted + limit;
+	if (target <= *compacted)
+		return 0;
+	sqlite3_bind_int64(q->w_compact, 1, target);
+	rc = step_done(q->w_compact);
+	if (!rc)
+		*compacted = target;
+	return rc;
+}
+
+static void publish(struct sq *q, int64_t rev, int64_t compacted)
+{
+	atomic_store(&q->compacted, compacted);
+	pthread_mutex_lock(&q->wmu);
+	atomic_store(&q->rev, rev);
+	pthread_cond_broadcast(&q->wcond);
+	pthread_mutex_unlock(&q->wmu);
+}
+
+static void run_batch(struct sq *q, struct wreq **batch, size_t n)
+{
+	int64_t rev = q->w_rev, compacted = q->w_compacted;
+	int64_t keep = (int64_t)q->opts.event_log_keep;
+	uint64_t acked = 0;
+	int fatal;
+	size_t i;
+
+	fatal = step_done(q->w_begin);
+
+	/* Amortized compaction: act only once the log is a slack (1/16 of
+	 * keep) beyond its bound, then trim it back to exactly `keep`. */
+	if (!fatal && rev - compacted > keep + keep / 16)
+		fatal = compact_to(q, rev - keep, COMPACT_CHUNK, &compacted);
+
+	for (i = 0; i < n && !fatal; i++) {
+		struct wreq *r = batch[i];
+
+		if (r->kind == WREQ_COMPACT) {
+			int64_t target = r->keep >= (size_t)rev ? 0 : rev - (int64_t)r->keep;
+
+			fatal = compact_to(q, target, 0, &compacted);
+			r->result = 0;
+			continue;
+		}
+		fatal = apply_write(q, r->w, rev + 1, &r->result);
+		if (!fatal && r->result == 0)
+			r->rev = ++rev;
+	}
+
+	if (!fatal && (rev != q->w_rev || compacted != q->w_compacted)) {
+		sqlite3_bind_int64(q->w_setmeta, 1, rev);
+		sqlite3_bind_int64(q->w_setmeta, 2, compacted);
+		fatal = step_done(q->w_setmeta);
+	}
+	if (!fatal)
+		fatal = step_done(q->w_commit);
+
+	if (fatal) {
+		/* Some failures roll the transaction back by themselves. */
+		if (!sqlite3_get_autocommit(q->wdb))
+			step_done(q->w_rollback);
+		/* Re-read what is really committed, so that a revision is
+		 * never handed out twice even if the failed COMMIT did land. */
+		if (writer_read_meta(q, &rev, &compacted) == 0 && rev >= q->w_rev) {
+			q->w_rev = rev;
+			q->w_compacted = compacted;
+			publish(q, rev, compacted);
+		}
+	} else {
+		q->w_rev = rev;
+		q->w_compacted = compacted;
+		atomic_fetch_add(&q->n_commits, 1);
+		if (n > atomic_load(&q->max_batch))
+			atomic_store(&q->max_batch, n);
+		publish(q, rev, compacted);
+	}
+
+	pthread_mutex_lock(&q->qmu);
+	for (i = 0; i < n; i++) {
+		struct wreq *r = batch[i];
+
+		if (fatal)
+			r->result = -EIO;
+		else if (r->kind == WREQ_COMPACT)
+			r->rev = compacted;
+		else if (r->result == 0)
+			acked++;
+		r->done = true;
+		pthread_cond_signal(&r->cond);
+	}
+	pthread_mutex_unlock(&q->qmu);
+	atomic_fetch_add(&q->n_writes, acked);
+}
+
+static void *writer_main(void *arg)
+{
+	struct sq *q = arg;
+	struct wreq *batch[BATCH_MAX];
+
+	for (;;) {
+		size_t n = 0;
+
+		pthread_mutex_lock(&q->qmu);
+		while (!q->qhead && !q->stopping)
+			pthread_cond_wait(&q->qcond, &q->qmu);
+		/* On close, drain what is queued before leaving. */
+		if (!q->qhead) {
+			pthread_mutex_unlock(&q->qmu);
+			break;
+		}
+		while (q->qhead && n < BATCH_MAX) {
+			batch[n++] = q->qhead;
+			q->qhead = q->qhead->next;
+		}
+		if (!q->qhead)
+			q->qtail = NULL;
+		q->qlen -= n;
+		pthread_mutex_unlock(&q->qmu);
+		run_batch(q, batch, n);
+	}
+	return NULL;
+}
+
+/* Queue a request and sleep until the writer has committed it. */
+static int submit(struct sq *q, struct wreq *r)
+{
+	int res;
+
+	r->next = NULL;
+	r->done = false;
+	r->result = -EIO;
+	if (pthread_cond_init(&r->cond, NULL))
+		return -ENOMEM;
+	pthread_mutex_lock(&q->qmu);
+	if (q->stopping) {
+		pthread_mutex_unlock(&q->qmu);
+		pthread_cond_destroy(&r->cond);
+		return -EIO;
+	}
+	if (q->qtail)
+		q->qtail->next = r;
+	else
+		q->qhead = r;
+	q->qtail = r;
+	q->qlen++;
+	/* The writer sleeps only when it found the queue empty. */
+	if (q->qhead == r)
+		pthread_cond_signal(&q->qcond);
+	while (!r->done)
+		pthread_cond_wait(&r->cond, &q->qmu);
+	res = r->result;
+	pthread_mutex_unlock(&q->qmu);
+	pthread_cond_destroy(&r->cond);
+	return res;
+}
+
+static int sq_write(store *s, const struct store__write *w, int64_t *ret_rev)
+{
+	struct wreq r = { .kind = WREQ_WRITE, .w = w };
+	int rc = submit(to_sq(s), &r);
+
+	if (rc == 0 && ret_rev)
+		*ret_rev = r.rev;
+	return rc;
+}
+
+static int64_t sq_compact(store *s, size_t keep)
+{
+	struct sq *q = to_sq(s);
+	struct wreq r = { .kind = WREQ_COMPACT, .keep = keep };
+
+	if (submit(q, &r) != 0)
+		return atomic_load(&q->compacted);
+	return r.rev;
+}
+
+/* ---- read side -------------------------------------------------------- */
+
+static void reader_free(struct reader *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	sqlite3_finalize(r->get);
+	sqlite3_finalize(r->begin);
+	sqlite3_finalize(r->end);
+	sqlite3_finalize(r->meta);
+	for (i = 0; i < LIST_VARIANTS; i++)
+		sqlite3_finalize(r->list[i]);
+	for (i = 0; i < EV_VARIANTS; i++)
+		sqlite3_finalize(r->events[i]);
+	sqlite3_close(r->db);
+	free(r);
+}
+
+/* Take an idle reader or open a new one.  Never blocks waiting for another
+ * caller to return one: a visit callback may itself read, and waiting there
+ * could deadlock.  The number open is bounded by the number of threads
+ * reading at once. */
+static int reader_take(struct sq *q, struct reader **ret)
+{
+	struct reader *r;
+	int rc;
+
+	pthread_mutex_lock(&q->rmu);
+	r = q->ridle;
+	if (r) {
+		q->ridle = r->next;
+		q->nidle--;
+	}
+	pthread_mutex_unlock(&q->rmu);
+	if (r) {
+		*ret = r;
+		return 0;
+	}
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	rc = sqlite3_open_v2(q->path, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_extended_result_codes(r->db, 1);
+		rc = sqlite3_busy_timeout(r->db, BUSY_TIMEOUT_MS);
+	}
+	if (rc != SQLITE_OK) {
+		reader_free(r);
+		return sql_errno(rc);
+	}
+	*ret = r;
+	return 0;
+}
+
+/* Give a reader back; a reader that saw an error is closed instead, so a
+ * half-finished transaction never leaks into the next call. */
+static void reader_put(struct sq *q, struct reader *r, bool broken)
+{
+	if (!broken) {
+		pthread_mutex_lock(&q->rmu);
+		if (q->nidle < READERS_IDLE_MAX) {
+			r->next = q->ridle;
+			q->ridle = r;
+			q->nidle++;
+			r = NULL;
+		}
+		pthread_mutex_unlock(&q->rmu);
+	}
+	reader_free(r);
+}
+
+/* Open a read transaction and read the snapshot's revisions in it. */
+static int read_begin(struct reader *r, int64_t *ret_rev, int64_t *ret_compacted)
+{
+	int rc;
+
+	rc = prep(r->db, &r->begin, "BEGIN");
+	if (!rc)
+		rc = prep(r->db, &r->end, "COMMIT");
+	if (!rc)
+		rc = prep(r->db, &r->meta,
+			  "SELECT (SELECT value FROM meta WHERE key = 'rev'),"
+			  " (SELECT value FROM meta WHERE key = 'compacted')");
+	if (!rc)
+		rc = step_done(r->begin);
+	if (rc)
+		return rc;
+	rc = sqlite3_step(r->meta);
+	if (rc == SQLITE_ROW) {
+		*ret_rev = sqlite3_column_int64(r->meta, 0);
+		*ret_compacted = sqlite3_column_int64(r->meta, 1);
+		rc = 0;
+	} else {
+		rc = sql_errno(rc ? rc : SQLITE_ERROR);
+	}
+	sqlite3_reset(r->meta);
+	return rc;
+}
+
+static int read_end(struct reader *r)
+{
+	return step_done(r->end);
+}
+
+static int sq_get(store *s, const char *resource, const char *ns, const char *name,
+		  store_obj **ret)
+{
+	struct sq *q = to_sq(s);
+	struct reader *r;
+	store_obj *o = NULL;
+	sqlite3_stmt *st;
+	const char *text;
+	int rc;
+
+	rc = reader_take(q, &r);
+	if (rc)
+		return rc;
+	rc = prep(r->db, &r->get,
+		  "SELECT rev, json FROM objects WHERE resource = ?1 AND ns = ?2 AND name = ?3");
+	if (rc) {
+		reader_put(q, r, true);
+		return rc;
+	}
+	st = r->get;
+	bind_key(st, 1, resource, ns, name);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		rc = -ENOENT;
+	} else if (rc != SQLITE_ROW) {
+		rc = sql_errno(rc);
+	} else if (!(o = calloc(1, sizeof(*o)))) {
+		rc = -ENOMEM;
+	} else {
+		o->rev = sqlite3_column_int64(st, 0);
+		text = (const char *)sqlite3_column_text(st, 1);
+		o->len = (size_t)sqlite3_column_bytes(st, 1);
+		o->resource = strdup(resource);
+		o->ns = strdup(ns);
+		o->name = strdup(name);
+		o->json = malloc(o->len + 1);
+		if (!text || !o->resource || !o->ns || !o->name || !o->json) {
+			rc = -ENOMEM;
+		} else {
+			memcpy(o->json, text, o->len + 1);
+			rc = 0;
+		}
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	reader_put(q, r, rc != 0 && rc != -ENOENT);
+	if (rc) {
+		store_obj_free(o);
+		return rc;
+	}
+	*ret = o;
+	return 0;
+}
+
+static sqlite3_stmt *list_stmt(struct reader *r, int variant, int *ret_rc)
+{
+	char sql[512];
+	const char *sep = " WHERE ";
+	int n;
+
+	if (r->list[variant]) {
+		*ret_rc = 0;
+		return r->list[variant];
+	}
+	n = snprintf(sql, sizeof(sql), "SELECT resource, ns, name, rev, json FROM objects");
+	if (variant & LIST_RESOURCE) {
+		n += snprintf(sql + n, sizeof(sql) - n, "%sresource = ?1", sep);
+		sep = " AND ";
+	}
+	if (variant & LIST_NS) {
+		n += snprintf(sql + n, sizeof(sql) - n, "%sns = ?2", sep);
+		sep = " AND ";
+	}
+	if (variant & LIST_AFTER)
+		n += snprintf(sql + n, sizeof(sql) - n, "%s(ns, name) > (?3, ?4)", sep);
+	snprintf(sql + n, sizeof(sql) - n, " ORDER BY resource, ns, name");
+	*ret_rc = prep(r->db, &r->list[variant], sql);
+	return r->list[variant];
+}
+
+/* Hand rows of `st` (columns: resource, ns, name, rev, [type,] json) to visit.
+ * Returns 0 when the rows ran out, 1 when visit stopped, a negative errno on
+ * a visit or SQL error (*sql_failed tells which).  *ret_count and
+ * *ret_last_rev count and name the visited rows. */
+static int visit_rows(sqlite3_stmt *st, bool with_type, store_visit_fn visit,
+		      void *userdata, size_t *ret_count, int64_t *ret_last_rev,
+		      bool *sql_failed)
+{
+	int rc, j = with_type ? 5 : 4;
+
+	*sql_failed = false;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		store_obj o = {
+			.resource = (char *)sqlite3_column_text(st, 0),
+			.ns = (char *)sqlite3_column_text(st, 1),
+			.name = (char *)sqlite3_column_text(st, 2),
+			.rev = sqlite3_column_int64(st, 3),
+			.type = with_type ? (enum store_event_type)sqlite3_column_int(st, 4) : 0,
+			.json = (char *)sqlite3_column_text(st, j),
+		};
+		int v;
+
+		o.len = (size_t)sqlite3_column_bytes(st, j);
+		if (!o.resource || !o.ns || !o.name || !o.json) {
+			*sql_failed = true;
+			return -ENOMEM;
+		}
+		v = visit(&o, userdata);
+		(*ret_count)++;
+		*ret_last_rev = o.rev;
+		if (v)
+			return v < 0 ? v : 1;
+	}
+	if (rc == SQLITE_DONE)
+		return 0;
+	*sql_failed = true;
+	return sql_errno(rc);
+}
+
+static int sq_list(store *s, const char *resource, const char *ns, const char *after_ns,
+		   const char *after_name, store_visit_fn visit, void *userdata, int64_t *ret_rev)
+{
+	struct sq *q = to_sq(s);
+	int variant = (resource ? LIST_RESOURCE : 0) | (ns ? LIST_NS : 0) |
+		      (after_name ? LIST_AFTER : 0);
+	int64_t rev = 0, compacted = 0, last = 0;
+	size_t count = 0;
+	bool sql_failed = false;
+	struct reader *r;
+	sqlite3_stmt *st;
+	int rc, res;
+
+	rc = reader_take(q, &r);
+	if (rc)
+		return rc;
+	st = list_stmt(r, variant, &rc);
+	if (!rc)
+		rc = read_begin(r, &rev, &compacted);
+	if (rc) {
+		reader_put(q, r, true);
+		return rc;
+	}
+	if (resource)
+		sqlite3_bind_text(st, 1, resource, -1, SQLITE_STATIC);
+	if (ns)
+		sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+	if (after_name) {
+		sqlite3_bind_text(st, 3, after_ns, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, after_name, -1, SQLITE_STATIC);
+	}
+	res = visit_rows(st, false, visit, userdata, &count, &last, &sql_failed);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	rc = read_end(r);
+	reader_put(q, r, sql_failed || rc);
+	if (res < 0)
+		return res;
+	if (rc)
+		return rc;
+	if (ret_rev)
+		*ret_rev = rev;
+	return 0;
+}
+
+static sqlite3_stmt *events_stmt(struct reader *r, int variant, int *ret_rc)
+{
+	char sql[512];
+	int n;
+
+	if (r->events[variant]) {
+		*ret_rc = 0;
+		return r->events[variant];
+	}
+	n = snprintf(sql, sizeof(sql),
+		     "SELECT resource, ns, name, rev, type, json FROM events WHERE rev > ?1");
+	if (variant & EV_RESOURCE)
+		n += snprintf(sql + n, sizeof(sql) - n, " AND resource = ?2");
+	if (variant & EV_NS)
+		n += snprintf(sql + n, sizeof(sql) - n, " AND ns = ?3");
+	snprintf(sql + n, sizeof(sql) - n, " ORDER BY rev LIMIT ?4");
+	*ret_rc = prep(r->db, &r->events[variant], sql);
+	return r->events[variant];
+}
+
+static int sq_events(store *s, const char *resource, const char *ns, int64_t after_rev,
+		     size_t max, store_visit_fn visit, void *userdata, int64_t *ret_last)
+{
+	struct sq *q = to_sq(s);
+	int variant = (resource ? EV_RESOURCE : 0) | (ns ? EV_NS : 0);
+	int64_t rev = 0, compacted = 0, last = 0;
+	size_t count = 0;
+	bool sql_failed = false;
+	struct reader *r;
+	sqlite3_stmt *st;
+	int rc, res;
+
+	rc = reader_take(q, &r);
+	if (rc)
+		return rc;
+	st = events_stmt(r, variant, &rc);
+	if (!rc)
+		rc = read_begin(r, &rev, &compacted);
+	if (rc) {
+		reader_put(q, r, true);
+		return rc;
+	}
+	if (after_rev < compacted) {
+		rc = read_end(r);
+		reader_put(q, r, rc != 0);
+		return -ERANGE;
+	}
+	sqlite3_bind_int64(st, 1, after_rev);
+	if (resource)
+		sqlite3_bind_text(st, 2, resource, -1, SQLITE_STATIC);
+	if (ns)
+		sqlite3_bind_text(st, 3, ns, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, max == 0 || max > INT64_MAX ? -1 : (int64_t)max);
+	res = visit_rows(st, true, visit, userdata, &count, &last, &sql_failed);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	rc = read_end(r);
+	reader_put(q, r, sql_failed || rc);
+	if (res < 0)
+		return res;
+	if (rc)
+		return rc;
+	if (ret_last) {
+		/* Stopped by the callback or by `max`: resume after the last
+		 * event handed out.  Otherwise the whole log up to the
+		 * snapshot was scanned, matching or not. */
+		if (res == 1 || (max && count == max))
+			*ret_last = last;
+		else
+			*ret_last = rev > after_rev ? rev : after_rev;
+	}
+	return 0;
+}
+
+/* ---- waiting, stats --------------------------------------------------- */
+
+static int64_t sq_current_rev(store *s)
+{
+	return atomic_load(&to_sq(s)->rev);
+}
+
+static int64_t sq_compacted_rev(store *s)
+{
+	return atomic_load(&to_sq(s)->compacted);
+}
+
+static int64_t sq_wait(store *s, int64_t after_rev, int timeout_ms)
+{
+	struct sq *q = to_sq(s);
+	struct timespec deadline;
+	uint64_t gen;
+	int64_t cur;
+
+	if (timeout_ms >= 0) {
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_sec += timeout_ms / 1000;
+		deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+	}
+	pthread_mutex_lock(&q->wmu);
+	gen = q->wake_gen;
+	while (atomic_load(&q->rev) <= after_rev && gen == q->wake_gen) {
+		if (timeout_ms < 0)
+			pthread_cond_wait(&q->wcond, &q->wmu);
+		else if (pthread_cond_timedwait(&q->wcond, &q->wmu, &deadline) == ETIMEDOUT)
+			break;
+	}
+	cur = atomic_load(&q->rev);
+	pthread_mutex_unlock(&q->wmu);
+	return cur;
+}
+
+static void sq_wake_all(store *s)
+{
+	struct sq *q = to_sq(s);
+
+	pthread_mutex_lock(&q->wmu);
+	q->wake_gen++;
+	pthread_cond_broadcast(&q->wcond);
+	pthread_mutex_unlock(&q->wmu);
+}
+
+static void sq_stats(store *s, struct store_stats *ret)
+{
+	struct sq *q = to_sq(s);
+
+	ret->commits = atomic_load(&q->n_commits);
+	ret->writes = atomic_load(&q->n_writes);
+	ret->max_batch = atomic_load(&q->max_batch);
+	pthread_mutex_lock(&q->qmu);
+	ret->queued = q->qlen;
+	pthread_mutex_unlock(&q->qmu);
+}
+
+/* ---- open, close ------------------------------------------------------ */
+
+static void writer_finalize(struct sq *q)
+{
+	sqlite3_stmt **all[] = {
+		&q->w_begin, &q->w_commit, &q->w_rollback, &q->w_getrev, &q->w_insert,
+		&q->w_update, &q->w_delete, &q->w_event, &q->w_setmeta, &q->w_getmeta,
+		&q->w_compact,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		sqlite3_finalize(*all[i]);
+		*all[i] = NULL;
+	}
+}
+
+static void sq_free(struct sq *q)
+{
+	struct reader *r;
+
+	while ((r = q->ridle)) {
+		q->ridle = r->next;
+		reader_free(r);
+	}
+	/* Closed last, so the writer connection is the last one open and
+	 * checkpoints the WAL into the database file. */
+	writer_finalize(q);
+	sqlite3_close(q->wdb);
+	pthread_mutex_destroy(&q->qmu);
+	pthread_cond_destroy(&q->qcond);
+	pthread_mutex_destroy(&q->wmu);
+	pthread_cond_destroy(&q->wcond);
+	pthread_mutex_destroy(&q->rmu);
+	free(q->path);
+	free(q);
+}
+
+static void sq_close(store *s)
+{
+	struct sq *q = to_sq(s);
+
+	pthread_mutex_lock(&q->qmu);
+	q->stopping = true;
+	pthread_cond_signal(&q->qcond);
+	pthread_mutex_unlock(&q->qmu);
+	pthread_join(q->writer, NULL);
+	sq_free(q);
+}
+
+/* Make the new file's directory entry durable too (SQLite syncs the
+ * directory for its journals, not for the database file itself). */
+static int sync_parent_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int fd, rc = 0;
+
+	if (!slash)
+		dir = strdup(".");
+	else if (slash == path)
+		dir = strdup("/");
+	else
+		dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0 && errno != EINVAL)
+		rc = -EIO;
+	close(fd);
+	return rc;
+}
+
+static int query_int(sqlite3 *db, const char *sql, int64_t *ret, bool *ret_found)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+	/* A plain SQLITE_ERROR here is a missing table: not our schema. */
+	if (rc == SQLITE_ERROR)
+		return -EPROTO;
+	if (rc != SQLITE_OK)
+		return sql_errno(rc);
+	rc = sqlite3_step(st);
+	*ret_found = rc == SQLITE_ROW;
+	if (rc == SQLITE_ROW)
+		*ret = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sql_errno(rc);
+}
+
+/* Create the schema in a new database, or check the version of an old one.
+ * Leaves the committed revisions in q->w_rev / q->w_compacted. */
+static int init_schema(struct sq *q)
+{
+	int64_t n = 0, version = 0;
+	bool found;
+	int rc;
+
+	rc = exec(q->wdb, "BEGIN IMMEDIATE");
+	if (rc)
+		return rc;
+	rc = query_int(q->wdb, "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+		       &n, &found);
+	if (!rc && n == 0) {
+		char sql[1024];
+
+		snprintf(sql, sizeof(sql),
+			 "CREATE TABLE objects (resource TEXT NOT NULL, ns TEXT NOT NULL,"
+			 " name TEXT NOT NULL, rev INTEGER NOT NULL, json TEXT NOT NULL,"
+			 " PRIMARY KEY (resource, ns, name));"
+			 "CREATE TABLE events (rev INTEGER PRIMARY KEY, resource TEXT NOT NULL,"
+			 " ns TEXT NOT NULL, name TEXT NOT NULL, type INTEGER NOT NULL,"
+			 " json TEXT NOT NULL);"
+			 "CREATE TABLE meta (key TEXT PRIMARY KEY, value);"
+			 "INSERT INTO meta VALUES ('schema', %d), ('rev', 0), ('compacted', 0);",
+			 SCHEMA_VERSION);
+		rc = exec(q->wdb, sql);
+	}
+	if (!rc) {
+		/* Any other SQLite file (or a future schema) is refused. */
+		rc = query_int(q->wdb, "SELECT value FROM meta WHERE key = 'schema'",
+			       &version, &found);
+		if (!rc && (!found || version != SCHEMA_VERSION))
+			rc = -EPROTO;
+	}
+	if (!rc)
+		rc = exec(q->wdb, "COMMIT");
+	if (rc)
+		exec(q->wdb, "ROLLBACK");
+	return rc;
+}
+
+static int prepare_writer(struct sq *q)
+{
+	static const struct { size_t off; const char *sql; } stmts[] = {
+		{ offsetof(struct sq, w_begin), "BEGIN IMMEDIATE" },
+		{ offsetof(struct sq, w_commit), "COMMIT" },
+		{ offsetof(struct sq, w_rollback), "ROLLBACK" },
+		{ offsetof(struct sq, w_getrev),
+		  "SELECT rev FROM objects WHERE resource = ?1 AND ns = ?2 AND name = ?3" },
+		{ offsetof(struct sq, w_insert),
+		  "INSERT INTO objects (resource, ns, name, rev, json) VALUES (?1, ?2, ?3, ?4, ?5)" },
+		{ offsetof(struct sq, w_update),
+		  "UPDATE objects SET rev = ?4, json = ?5"
+		  " WHERE resource = ?1 AND ns = ?2 AND name = ?3" },
+		{ offsetof(struct sq, w_delete),
+		  "DELETE FROM objects WHERE resource = ?1 AND ns = ?2 AND name = ?3" },
+		{ offsetof(struct sq, w_event),
+		  "INSERT INTO events (rev, resource, ns, name, type, json)"
+		  " VALUES (?1, ?2, ?3, ?4, ?5, ?6)" },
+		{ offsetof(struct sq, w_setmeta),
+		  "UPDATE meta SET value = CASE key WHEN 'rev' THEN ?1 ELSE ?2 END"
+		  " WHERE key IN ('rev', 'compacted')" },
+		{ offsetof(struct sq, w_getmeta),
+		  "SELECT (SELECT value FROM meta WHERE key = 'rev'),"
+		  " (SELECT value FROM meta WHERE key = 'compacted')" },
+		{ offsetof(struct sq, w_compact), "DELETE FROM events WHERE rev <= ?1" },
+	};
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++) {
+		rc = prep(q->wdb, (sqlite3_stmt **)((char *)q + stmts[i].off), stmts[i].sql);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int open_writer(struct sq *q)
+{
+	sqlite3_stmt *st = NULL;
+	char pragmas[256];
+	bool wal;
+	int rc;
+
+	rc = sqlite3_open_v2(q->path, &q->wdb,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK)
+		return q->wdb ? sql_errno(rc) : -ENOMEM;
+	sqlite3_extended_result_codes(q->wdb, 1);
+	sqlite3_busy_timeout(q->wdb, BUSY_TIMEOUT_MS);
+
+	/* journal_mode answers with the mode now in force; anything but WAL
+	 * (e.g. a filesystem without shared memory) is a failure. */
+	rc = sqlite3_prepare_v2(q->wdb, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	wal = rc == SQLITE_ROW && sqlite3_column_text(st, 0) &&
+	      strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+	sqlite3_finalize(st);
+	if (!wal)
+		return rc == SQLITE_ROW ? -EIO : sql_errno(rc ? rc : SQLITE_ERROR);
+
+	/* The writer's page cache survives commits (it is the only writer),
+	 * so a generous one saves re-reading the index pages every batch. */
+	snprintf(pragmas, sizeof(pragmas),
+		 "PRAGMA synchronous = %s; PRAGMA cache_size = -32768;"
+		 " PRAGMA journal_size_limit = 67108864;",
+		 q->opts.sync_full ? "FULL" : "NORMAL");
+	rc = exec(q->wdb, pragmas);
+	if (!rc)
+		rc = init_schema(q);
+	if (!rc)
+		rc = prepare_writer(q);
+	if (!rc)
+		rc = writer_read_meta(q, &q->w_rev, &q->w_compacted);
+	if (!rc && q->opts.sync_full)
+		rc = sync_parent_dir(q->path);
+	return rc;
+}
+
+static const struct store_ops sqlite_ops = {
+	.close = sq_close,
+	.current_rev = sq_current_rev,
+	.compacted_rev = sq_compacted_rev,
+	.get = sq_get,
+	.write = sq_write,
+	.list = sq_list,
+	.events = sq_events,
+	.wait = sq_wait,
+	.wake_all = sq_wake_all,
+	.compact = sq_compact,
+	.stats = sq_stats,
+};
+
+int store__sqlite_open(const char *path, const struct store_options *opts, store **ret)
+{
+	pthread_condattr_t ca;
+	struct sq *q;
+	int rc;
+
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->base.ops = &sqlite_ops;
+	q->opts = *opts;
+	/* Keeps the compaction arithmetic (keep + keep / 16) far from overflow. */
+	if (q->opts.event_log_keep > ((size_t)1 << 40))
+		q->opts.event_log_keep = (size_t)1 << 40;
+	q->path = strdup(path);
+	pthread_mutex_init(&q->qmu, NULL);
+	pthread_cond_init(&q->qcond, NULL);
+	pthread_mutex_init(&q->wmu, NULL);
+	pthread_mutex_init(&q->rmu, NULL);
+	/* store_wait() timeouts must not jump with the wall clock. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&q->wcond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (!q->path) {
+		sq_free(q);
+		return -ENOMEM;
+	}
+
+	rc = open_writer(q);
+	if (!rc) {
+		atomic_store(&q->rev, q->w_rev);
+		atomic_store(&q->compacted, q->w_compacted);
+		rc = -pthread_create(&q->writer, NULL, writer_main, q);
+	}
+	if (rc) {
+		sq_free(q);
+		return rc;
+	}
+	*ret = &q->base;
+	return 0;
+}

@@ -1,0 +1,53 @@
+/* store-internal.h - the backend interface behind store.h.
+ *
+ * store.c owns the public entry points: it checks arguments (non-NULL keys,
+ * size caps) once for every backend and then dispatches through the backend's
+ * ops table.  A backend (sqlite.c today, postgres.c later) embeds `struct
+ * store` as the first member of its own state and fills in every op.  Ops get
+ * arguments that are already validated and must keep the threading and error
+ * contract of store.h.  Private to src/store/. */
+#ifndef AH_STORE_STORE_INTERNAL_H
+#define AH_STORE_STORE_INTERNAL_H
+
+#include "store/store.h"
+
+enum store__op { STORE__CREATE = 1, STORE__UPDATE, STORE__DELETE };
+
+/* One write as the front end hands it to a backend. */
+struct store__write {
+	enum store__op op;
+	const char *resource;
+	const char *ns;
+	const char *name;
+	int64_t expect_rev;     /* update/delete: 0 = no precondition */
+	store_render_fn render;
+	void *userdata;
+};
+
+struct store_ops {
+	void (*close)(store *s);
+	int64_t (*current_rev)(store *s);
+	int64_t (*compacted_rev)(store *s);
+	int (*get)(store *s, const char *resource, const char *ns, const char *name,
+		   store_obj **ret);
+	int (*write)(store *s, const struct store__write *w, int64_t *ret_rev);
+	int (*list)(store *s, const char *resource, const char *ns, const char *after_ns,
+		    const char *after_name, store_visit_fn visit, void *userdata,
+		    int64_t *ret_rev);
+	int (*events)(store *s, const char *resource, const char *ns, int64_t after_rev,
+		      size_t max, store_visit_fn visit, void *userdata, int64_t *ret_last);
+	int64_t (*wait)(store *s, int64_t after_rev, int timeout_ms);
+	void (*wake_all)(store *s);
+	int64_t (*compact)(store *s, size_t keep);
+	void (*stats)(store *s, struct store_stats *ret);
+};
+
+struct store {
+	const struct store_ops *ops;
+};
+
+/* Open the SQLite backend on a plain filesystem path (prefix already
+ * stripped).  opts is never NULL here: store.c fills in the defaults. */
+int store__sqlite_open(const char *path, const struct store_options *opts, store **ret);
+
+#endif

@@ -1,0 +1,178 @@
+/* store.c - the public store API: argument checks shared by every backend,
+ * then dispatch through the backend's ops table (see store-internal.h).
+ * Which backend serves a store is decided once, by store_open() from the URL. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store-internal.h"
+
+#define EVENT_LOG_KEEP_DEFAULT 100000
+
+void store_obj_free(store_obj *o)
+{
+	if (!o)
+		return;
+	free(o->resource);
+	free(o->ns);
+	free(o->name);
+	free(o->json);
+	free(o);
+}
+
+static int has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int store_open(const char *url, const struct store_options *opts, store **ret)
+{
+	struct store_options o = { .event_log_keep = EVENT_LOG_KEEP_DEFAULT, .sync_full = 1 };
+	const char *path = url;
+
+	if (!url || !ret)
+		return -EINVAL;
+	if (opts) {
+		o = *opts;
+		if (o.event_log_keep == 0)
+			o.event_log_keep = EVENT_LOG_KEEP_DEFAULT;
+	}
+	/* The PostgreSQL backend (postgres.c, built only when libpq is found)
+	 * is not written yet.  Refusing the URL clearly beats silently
+	 * creating a SQLite file named "postgres:". */
+	if (has_prefix(url, "postgres://") || has_prefix(url, "postgresql://"))
+		return -ENOTSUP;
+	if (has_prefix(url, "sqlite://"))
+		path = url + strlen("sqlite://");
+	else if (has_prefix(url, "sqlite:"))
+		path = url + strlen("sqlite:");
+	if (!*path)
+		return -EINVAL;
+	return store__sqlite_open(path, &o, ret);
+}
+
+void store_close(store *s)
+{
+	if (s)
+		s->ops->close(s);
+}
+
+int64_t store_current_rev(store *s)
+{
+	return s->ops->current_rev(s);
+}
+
+int64_t store_compacted_rev(store *s)
+{
+	return s->ops->compacted_rev(s);
+}
+
+static int key_part_ok(const char *p, int may_be_empty)
+{
+	size_t n;
+
+	if (!p)
+		return 0;
+	n = strnlen(p, STORE_MAX_KEY + 1);
+	return n <= STORE_MAX_KEY && (n > 0 || may_be_empty);
+}
+
+static int key_ok(const char *resource, const char *ns, const char *name)
+{
+	return key_part_ok(resource, 0) && key_part_ok(ns, 1) && key_part_ok(name, 0);
+}
+
+int store_get(store *s, const char *resource, const char *ns, const char *name,
+	      store_obj **ret)
+{
+	if (!ret || !key_ok(resource, ns, name))
+		return -EINVAL;
+	return s->ops->get(s, resource, ns, name, ret);
+}
+
+static int do_write(store *s, enum store__op op, const char *resource, const char *ns,
+		    const char *name, int64_t expect_rev, store_render_fn render,
+		    void *userdata, int64_t *ret_rev)
+{
+	struct store__write w = {
+		.op = op, .resource = resource, .ns = ns, .name = name,
+		.expect_rev = expect_rev, .render = render, .userdata = userdata,
+	};
+
+	if (!render || expect_rev < 0 || !key_ok(resource, ns, name))
+		return -EINVAL;
+	return s->ops->write(s, &w, ret_rev);
+}
+
+int store_create(store *s, const char *resource, const char *ns, const char *name,
+		 store_render_fn render, void *userdata, int64_t *ret_rev)
+{
+	return do_write(s, STORE__CREATE, resource, ns, name, 0, render, userdata, ret_rev);
+}
+
+int store_update(store *s, const char *resource, const char *ns, const char *name,
+		 int64_t expect_rev, store_render_fn render, void *userdata, int64_t *ret_rev)
+{
+	return do_write(s, STORE__UPDATE, resource, ns, name, expect_rev, render, userdata,
+			ret_rev);
+}
+
+int store_delete(store *s, const char *resource, const char *ns, const char *name,
+		 int64_t expect_rev, store_render_fn render, void *userdata, int64_t *ret_rev)
+{
+	return do_write(s, STORE__DELETE, resource, ns, name, expect_rev, render, userdata,
+			ret_rev);
+}
+
+int store_list(store *s, const char *resource, const char *ns, const char *after_ns,
+	       const char *after_name, store_visit_fn visit, void *userdata, int64_t *ret_rev)
+{
+	if (!visit)
+		return -EINVAL;
+	if (resource && !key_part_ok(resource, 0))
+		return -EINVAL;
+	if (ns && !key_part_ok(ns, 1))
+		return -EINVAL;
+	if (after_name) {
+		/* Across resources the (ns, name) position is ambiguous. */
+		if (!resource || !key_part_ok(after_name, 1))
+			return -EINVAL;
+		if (!after_ns)
+			after_ns = "";
+		if (!key_part_ok(after_ns, 1))
+			return -EINVAL;
+	}
+	return s->ops->list(s, resource, ns, after_ns, after_name, visit, userdata, ret_rev);
+}
+
+int store_events(store *s, const char *resource, const char *ns, int64_t after_rev,
+		 size_t max, store_visit_fn visit, void *userdata, int64_t *ret_last)
+{
+	if (!visit || after_rev < 0)
+		return -EINVAL;
+	if (resource && !key_part_ok(resource, 0))
+		return -EINVAL;
+	if (ns && !key_part_ok(ns, 1))
+		return -EINVAL;
+	return s->ops->events(s, resource, ns, after_rev, max, visit, userdata, ret_last);
+}
+
+int64_t store_wait(store *s, int64_t after_rev, int timeout_ms)
+{
+	return s->ops->wait(s, after_rev, timeout_ms);
+}
+
+void store_wake_all(store *s)
+{
+	s->ops->wake_all(s);
+}
+
+int64_t store_compact(store *s, size_t keep)
+{
+	return s->ops->compact(s, keep);
+}
+
+void store_stats(store *s, struct store_stats *ret)
+{
+	s->ops->stats(s, ret);
+}
