@@ -191,21 +191,29 @@ mkdir -p "$(dirname "$OUT")"
 	echo "# BENCH_N=$N BENCH_CONC=\"$CONCS\" BENCH_LIST_N=$LIST_N BENCH_LIST_REPEAT=$LIST_REPEAT"
 } | tee "$OUT"
 
-# lg TARGET ARGS...: one measured loadgen run; its line goes to $OUT.
-lg() {
-	local t=$1 line
-	shift
-	local args=(--target "$t" --max-seconds "$STEP_TIMEOUT")
+# loadgen TARGET OP CONC ARGS...: runs loadgen against TARGET, bounded in time.
+loadgen() {
+	local t=$1 op=$2 c=$3
+	shift 3
+	local args=(--target "$t" --op "$op" --conc "$c" --max-seconds "$STEP_TIMEOUT")
 	if [[ $t == agenthub ]]; then
 		args+=(--url "$AH_URL" --cacert "$AH_CA" --token-file "$AH_TOKEN")
 	else
 		args+=(--url "$ETCD_URL")
 	fi
-	if line=$(timeout $((STEP_TIMEOUT + 60)) "$LOADGEN" "${args[@]}" "$@"); then
+	timeout $((STEP_TIMEOUT + 60)) "$LOADGEN" "${args[@]}" "$@"
+}
+
+# lg TARGET OP CONC ARGS...: one measured loadgen run; its line goes to $OUT.
+lg() {
+	local t=$1 op=$2 c=$3 line
+	if line=$(loadgen "$@"); then
 		echo "$line" | tee -a "$OUT"
 	else
 		FAILED=1
-		echo "${line:-target=$t $* FAILED (no output)}" | tee -a "$OUT"
+		# loadgen prints its line (marked FAILED) even when operations
+		# failed; no line at all means it could not start the run.
+		echo "${line:-target=$t op=$op conc=$c n=0 FAILED (loadgen could not run, see stderr)}" | tee -a "$OUT"
 	fi
 }
 
@@ -213,25 +221,17 @@ for t in $TARGETS; do
 	base=0
 	for c in $CONCS; do
 		say "$t conc=$c: create/get/patch of $N Agents a-$base..a-$((base + N - 1))"
-		lg "$t" --namespace "$NS" --op create --conc "$c" --n "$N" --base "$base"
-		lg "$t" --namespace "$NS" --op get --conc "$c" --n "$N" --base "$base" --keys "$N"
-		lg "$t" --namespace "$NS" --op patch --conc "$c" --n "$N" --base "$base" --keys "$N"
+		lg "$t" create "$c" --namespace "$NS" --n "$N" --base "$base"
+		lg "$t" get "$c" --namespace "$NS" --n "$N" --base "$base" --keys "$N"
+		lg "$t" patch "$c" --namespace "$NS" --n "$N" --base "$base" --keys "$N"
 		base=$((base + N))
 	done
 	say "$t: creating $LIST_N Agents in namespace $LIST_NS for the list step (not in the table)"
 	# The objects for the list live in their own namespace so each list
 	# returns exactly LIST_N items, whatever ran before.
-	args=(--target "$t" --namespace "$LIST_NS" --op create --conc 16 --n "$LIST_N")
-	if [[ $t == agenthub ]]; then
-		args+=(--url "$AH_URL" --cacert "$AH_CA" --token-file "$AH_TOKEN")
-	else
-		args+=(--url "$ETCD_URL")
-	fi
-	if ! line=$(timeout $((STEP_TIMEOUT + 60)) "$LOADGEN" "${args[@]}" --max-seconds "$STEP_TIMEOUT"); then
-		FAILED=1
-	fi
-	echo "setup: $line" >&2
-	lg "$t" --namespace "$LIST_NS" --op list --conc 1 --n "$LIST_REPEAT" --expect-items "$LIST_N"
+	line=$(loadgen "$t" create 16 --namespace "$LIST_NS" --n "$LIST_N") || FAILED=1
+	echo "setup: ${line:-loadgen could not run}" >&2
+	lg "$t" list 1 --namespace "$LIST_NS" --n "$LIST_REPEAT" --expect-items "$LIST_N"
 done
 
 # ---- comparison ----

@@ -424,11 +424,31 @@ static json_t *openapi_doc(struct kubeapi *ka, const char *group, const char *ve
 			 schemas);
 }
 
+/* /openapi/v2 carries no definitions: kubectl reads the schemas from
+ * /openapi/v3, and validates on the server (fieldValidation=Strict).  It still
+ * fetches v2 (as protobuf) for client-side checks of `kind: List` files and
+ * fails when it is missing; an empty document makes it skip those checks
+ * and leave validation to us, which knows every schema. */
+static enum MHD_Result reply_openapi_v2(struct http_req *req)
+{
+	static const char pb[] = "\x0a\x03" "2.0" "\x12\x13" "\x0a\x08" "agenthub" "\x12\x07" "v1.31.0";
+	static const char js[] = "{\"swagger\":\"2.0\",\"info\":{\"title\":\"agenthub\",\"version\":\"v1.31.0\"},"
+				 "\"paths\":{},\"definitions\":{}}";
+	const char *accept = http_header(req, "Accept");
+
+	if (accept && strstr(accept, "protobuf"))
+		return http_reply(req, 200, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf", pb,
+				  sizeof(pb) - 1);
+	return http_reply(req, 200, "application/json", js, sizeof(js) - 1);
+}
+
 static enum MHD_Result reply_openapi(struct kubeapi *ka, struct http_req *req, const char *path)
 {
 	enum MHD_Result r;
 	json_t *doc;
 
+	if (strcmp(path, "/openapi/v2") == 0)
+		return reply_openapi_v2(req);
 	if (strcmp(path, "/openapi/v3") == 0 || strcmp(path, "/openapi/v3/") == 0) {
 		json_t *paths = json_object(), *seen = json_object();
 		size_t i;
@@ -1314,7 +1334,12 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 	r = ah_err_set(&err, EINVAL, 405, "MethodNotAllowed",
 		       "the server does not allow this method on the requested resource");
 fail:
-	res = reply_kerr(req, t, &err, t->name[0] ? t->name : NULL, causes);
+	{
+		/* A create names its object in the body, not the URL. */
+		const char *bname = json_string_value(json_object_get(json_object_get(body, "metadata"), "name"));
+
+		res = reply_kerr(req, t, &err, t->name[0] ? t->name : bname, causes);
+	}
 done:
 	json_decref(body);
 	json_decref(ret);

@@ -5,6 +5,7 @@
 #define AH_KUBE_TABLE_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <time.h>
 
 #include "base/error.h"
@@ -14,24 +15,48 @@ typedef struct table_columns table_columns;
 /* Compile printer columns: a JSON array of {name, type, jsonPath, description,
  * priority, format}.  A leading "Name" column (type string, format name) is
  * always added; NULL or [] columns give Name plus "Age" (creationTimestamp),
- * as the API server does for a CRD without printer columns. */
+ * as the API server does for a CRD without printer columns.  Descriptions
+ * default as the API server's do ("Custom resource definition column (in
+ * JSONPath format): <path>"; for Name and Age, metav1.ObjectMeta's field
+ * documentation).  -EINVAL (422) for a column without name, type or
+ * jsonPath or with a path jsonpath_compile refuses; -ENOMEM.  A compiled
+ * set is immutable and may be shared between threads; free it with
+ * table_columns_free. */
 int table_columns_compile(const json_t *printer_columns, table_columns **ret, ah_err *err);
 void table_columns_free(table_columns *tc);
 
 enum table_include { TABLE_INCLUDE_NONE, TABLE_INCLUDE_METADATA, TABLE_INCLUDE_OBJECT };
 
-/* One row {cells, object} for obj.  Cells follow the API server's rules:
- * type date → a human duration since the time relative to `now` ("5m",
- * "3h12m", "2d", as k8s HumanDuration), integer/number/boolean as JSON values,
- * string as string, missing → null... (the API server writes "<none>"? no:
- * it writes nil, kubectl prints "<none>").  A multi-valued path joins values
- * with ",".  include: TABLE_INCLUDE_METADATA puts a PartialObjectMetadata
- * {kind, apiVersion "meta.k8s.io/v1", metadata} in "object";
- * TABLE_INCLUDE_OBJECT the whole object; NONE omits it. */
+/* One row {cells, object} for obj (a new object the caller owns; NULL only
+ * on allocation failure).  Cells follow the API server's CRD table
+ * convertor:
+ *   - the Name cell is metadata.name ("" if absent);
+ *   - a path that selects nothing (or fails to evaluate) gives a null cell,
+ *     which kubectl prints as "<none>";
+ *   - a path selecting several values (e.g. [*]) shows the first one only;
+ *   - string: a string as is; any other value printed as Go's fmt prints it
+ *     (numbers 5 / 1.5 / 1e+06, true, null as "<nil>", objects as
+ *     "map[k:v]", arrays as "[a b]"), as client-go's jsonpath does;
+ *   - integer: integers, and floats truncated; number: any number as a
+ *     float; boolean: booleans; other JSON types give null;
+ *   - date: a string time shown as its age at `now`, as HumanDuration
+ *     ("45s", "5m30s", "3h12m", "2d4h", "400d", "3y20d"); "" gives
+ *     "<unknown>", an unparsable time "<invalid>", a non-string null.
+ * include: TABLE_INCLUDE_METADATA puts a PartialObjectMetadata {kind,
+ * apiVersion "meta.k8s.io/v1", metadata (a copy)} in "object";
+ * TABLE_INCLUDE_OBJECT a copy of the whole object; NONE omits it. */
 json_t *table_row(const table_columns *tc, const json_t *obj, enum table_include include,
 		  time_t now);
 
-/* The columnDefinitions array for the Table. */
+/* The columnDefinitions array for the Table: {name, type, format,
+ * description, priority} each (format "" when unset, as the API server
+ * writes it).  The caller owns it; NULL on allocation failure. */
 json_t *table_column_definitions(const table_columns *tc);
+
+/* apimachinery's duration.HumanDuration of `seconds` into buf: under 2m
+ * "Ns"; under 10m "NmSs" ("Nm" when S is 0); under 3h "Nm"; under 8h "NhMm"
+ * ("Nh"); under 48h "Nh"; under 8d "NdHh" ("Nd"); under 2y "Nd"; under 8y
+ * "NyDd" ("Ny"); then "Ny".  -1 gives "0s", less than that "<invalid>". */
+void table_human_duration(long long seconds, char *buf, size_t size);
 
 #endif

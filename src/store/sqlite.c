@@ -1092,6 +1092,10 @@ int store__sqlite_open(const char *path, const struct store_options *opts, store
 	struct sq *q;
 	int rc;
 
+	/* Connections are opened NOMUTEX and used from several threads, one
+	 * at a time each: that needs a library built thread-safe. */
+	if (!sqlite3_threadsafe())
+		return -ENOTSUP;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;

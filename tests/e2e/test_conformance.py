@@ -258,8 +258,10 @@ def reapply_verb_ok(doc, verb):
 def test_upstream_manifest(hub, tmp_path, path):
     docs = load_docs(path)
     assert docs, f"{path} holds no object"
-    for n in NAMESPACES:
-        hub.create_namespace(n)
+    hub.kubectl("create", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "List",
+         "items": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+                   for n in NAMESPACES]}))
 
     # 1. accepted verbatim
     r = hub.kubectl("apply", "-f", path)

@@ -1,0 +1,464 @@
+/* table.c - meta.k8s.io/v1 Table rows from printer columns; see table.h.
+ *
+ * Follows apiextensions-apiserver's CRD table convertor: a Name column
+ * first, then one column per additionalPrinterColumn whose JSONPath is run
+ * with missing keys allowed; only the first value a path selects is shown;
+ * string columns print any value the way client-go's jsonpath prints it
+ * (Go's fmt), other types keep values of their type only, and date columns
+ * show the age as apimachinery's duration.HumanDuration. */
+#include "table.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strbuf.h"
+#include "base/util.h"
+#include "kube/jsonpath.h"
+
+/* metav1.ObjectMeta's API documentation, which the API server uses as the
+ * descriptions of the Name and Age columns. */
+#define NAME_DESCRIPTION                                                                          \
+	"Name must be unique within a namespace. Is required when creating resources, although "  \
+	"some resources may allow a client to request the generation of an appropriate name "     \
+	"automatically. Name is primarily intended for creation idempotence and configuration "   \
+	"definition. Cannot be updated. More info: "                                              \
+	"https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+#define CREATION_TIMESTAMP_DESCRIPTION                                                            \
+	"CreationTimestamp is a timestamp representing the server time when this object was "     \
+	"created. It is not guaranteed to be set in happens-before order across separate "         \
+	"operations. Clients may not set this value. It is represented in RFC3339 form and is in " \
+	"UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "                 \
+	"https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+
+struct column {
+	char *name, *type, *format, *description;
+	json_int_t priority;
+	jsonpath *path; /* NULL for the Name column */
+};
+
+struct table_columns {
+	struct column *cols;
+	size_t n;
+};
+
+static void column_release(struct column *c)
+{
+	free(c->name);
+	free(c->type);
+	free(c->format);
+	free(c->description);
+	jsonpath_free(c->path);
+}
+
+void table_columns_free(table_columns *tc)
+{
+	size_t i;
+
+	if (!tc)
+		return;
+	for (i = 0; i < tc->n; i++)
+		column_release(&tc->cols[i]);
+	free(tc->cols);
+	free(tc);
+}
+
+static int column_set(struct column *c, const char *name, const char *type, const char *format,
+		      const char *description, json_int_t priority)
+{
+	c->name = strdup(name);
+	c->type = strdup(type);
+	c->format = strdup(format);
+	c->description = strdup(description);
+	c->priority = priority;
+	return c->name && c->type && c->format && c->description ? 0 : -ENOMEM;
+}
+
+static int add_path_column(table_columns *tc, const json_t *pc, ah_err *err)
+{
+	const char *name = json_string_value(json_object_get(pc, "name"));
+	const char *type = json_string_value(json_object_get(pc, "type"));
+	const char *path = json_string_value(json_object_get(pc, "jsonPath"));
+	const char *format = json_string_value(json_object_get(pc, "format"));
+	const char *desc = json_string_value(json_object_get(pc, "description"));
+	const json_t *prio = json_object_get(pc, "priority");
+	struct column *c = &tc->cols[tc->n];
+	char *defdesc = NULL;
+	int r;
+
+	if (!name || !type || !path)
+		return ah_err_set(err, EINVAL, 422, "Invalid",
+				  "printer column needs name, type and jsonPath");
+	memset(c, 0, sizeof(*c));
+	tc->n++;
+	if (!desc || !*desc) {
+		/* The API server's default description. */
+		if (asprintf(&defdesc, "Custom resource definition column (in JSONPath format): %s",
+			     path) < 0)
+			return ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
+		desc = defdesc;
+	}
+	r = column_set(c, name, type, format ? format : "", desc,
+		       json_is_integer(prio) ? json_integer_value(prio) : 0);
+	free(defdesc);
+	if (r < 0)
+		return ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
+	r = jsonpath_compile(path, &c->path, err);
+	if (r < 0) {
+		ah_err_set(err, -r, 422, "Invalid", "unrecognized column definition \"%s\"", path);
+		return r;
+	}
+	return 0;
+}
+
+int table_columns_compile(const json_t *printer_columns, table_columns **ret, ah_err *err)
+{
+	size_t n = json_array_size(printer_columns), i;
+	table_columns *tc = calloc(1, sizeof(*tc));
+	json_t *age = NULL;
+	int r;
+
+	if (!tc)
+		return ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
+	tc->cols = calloc(n + 2, sizeof(*tc->cols));
+	if (!tc->cols) {
+		free(tc);
+		return ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
+	}
+	r = column_set(&tc->cols[0], "Name", "string", "name", NAME_DESCRIPTION, 0);
+	tc->n = 1;
+	if (r < 0) {
+		ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
+		goto fail;
+	}
+	if (n == 0) {
+		/* serveDefaultColumnsIfEmpty. */
+		age = json_pack("{s:s, s:s, s:s, s:s}", "name", "Age", "type", "date", "jsonPath",
+				".metadata.creationTimestamp", "description",
+				CREATION_TIMESTAMP_DESCRIPTION);
+		if (!age) {
+			r = ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
+			goto fail;
+		}
+		r = add_path_column(tc, age, err);
+		json_decref(age);
+		if (r < 0)
+			goto fail;
+	}
+	for (i = 0; i < n; i++) {
+		r = add_path_column(tc, json_array_get(printer_columns, i), err);
+		if (r < 0)
+			goto fail;
+	}
+	*ret = tc;
+	return 0;
+fail:
+	table_columns_free(tc);
+	return r;
+}
+
+json_t *table_column_definitions(const table_columns *tc)
+{
+	json_t *defs = json_array();
+	size_t i;
+
+	if (!defs || !tc)
+		return defs;
+	for (i = 0; i < tc->n; i++) {
+		const struct column *c = &tc->cols[i];
+
+		if (json_array_append_new(defs, json_pack("{s:s, s:s, s:s, s:s, s:I}", "name",
+							  c->name, "type", c->type, "format",
+							  c->format, "description",
+							  c->description, "priority",
+							  c->priority)) < 0) {
+			json_decref(defs);
+			return NULL;
+		}
+	}
+	return defs;
+}
+
+void table_human_duration(long long s, char *buf, size_t size)
+{
+	long long m, h;
+
+	/* A deviation of up to a second counts as now (clock skew). */
+	if (s < -1) {
+		snprintf(buf, size, "<invalid>");
+		return;
+	}
+	if (s < 0) {
+		snprintf(buf, size, "0s");
+		return;
+	}
+	if (s < 60 * 2) {
+		snprintf(buf, size, "%llds", s);
+		return;
+	}
+	m = s / 60;
+	if (m < 10) {
+		if (s % 60 == 0)
+			snprintf(buf, size, "%lldm", m);
+		else
+			snprintf(buf, size, "%lldm%llds", m, s % 60);
+		return;
+	}
+	if (m < 60 * 3) {
+		snprintf(buf, size, "%lldm", m);
+		return;
+	}
+	h = s / 3600;
+	if (h < 8) {
+		if (m % 60 == 0)
+			snprintf(buf, size, "%lldh", h);
+		else
+			snprintf(buf, size, "%lldh%lldm", h, m % 60);
+	} else if (h < 48) {
+		snprintf(buf, size, "%lldh", h);
+	} else if (h < 24 * 8) {
+		if (h % 24 == 0)
+			snprintf(buf, size, "%lldd", h / 24);
+		else
+			snprintf(buf, size, "%lldd%lldh", h / 24, h % 24);
+	} else if (h < 24 * 365 * 2) {
+		snprintf(buf, size, "%lldd", h / 24);
+	} else if (h < 24 * 365 * 8) {
+		if ((h / 24) % 365 == 0)
+			snprintf(buf, size, "%lldy", h / 24 / 365);
+		else
+			snprintf(buf, size, "%lldy%lldd", h / 24 / 365, (h / 24) % 365);
+	} else {
+		snprintf(buf, size, "%lldy", h / 24 / 365);
+	}
+}
+
+/* Go's %v of a float64 (shortest digits, exponent form from 1e+06 on and
+ * below 1e-04), which client-go's jsonpath uses to print numbers. */
+static void go_float(strbuf *sb, double v)
+{
+	char buf[40], digits[24];
+	int prec, nd = 0, dp, exp, i;
+	char *e;
+	const char *q;
+
+	if (v != v) {
+		strbuf_adds(sb, "NaN");
+		return;
+	}
+	if (v > 1.7976931348623157e308 || v < -1.7976931348623157e308) {
+		strbuf_adds(sb, v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	if (v == 0) {
+		strbuf_addch(sb, '0');
+		return;
+	}
+	if (v < 0) {
+		strbuf_addch(sb, '-');
+		v = -v;
+	}
+	for (prec = 1; prec <= 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	e = strchr(buf, 'e');
+	for (q = buf; q < e; q++)
+		if (*q != '.')
+			digits[nd++] = *q;
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	exp = atoi(e + 1);
+	dp = exp + 1;
+	if (exp < -4 || exp >= 6) {
+		strbuf_addch(sb, digits[0]);
+		if (nd > 1) {
+			strbuf_addch(sb, '.');
+			strbuf_add(sb, digits + 1, (size_t)nd - 1);
+		}
+		strbuf_addf(sb, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+	} else if (dp <= 0) {
+		strbuf_adds(sb, "0.");
+		for (i = dp; i < 0; i++)
+			strbuf_addch(sb, '0');
+		strbuf_add(sb, digits, (size_t)nd);
+	} else {
+		for (i = 0; i < dp; i++)
+			strbuf_addch(sb, i < nd ? digits[i] : '0');
+		if (nd > dp) {
+			strbuf_addch(sb, '.');
+			strbuf_add(sb, digits + dp, (size_t)(nd - dp));
+		}
+	}
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* fmt.Fprint of a value decoded from JSON: strings bare, maps as
+ * "map[k:v k2:v2]" with sorted keys, slices as "[a b]", nil as "<nil>". */
+static void go_print(strbuf *sb, const json_t *v)
+{
+	size_t i, n;
+
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		strbuf_add(sb, json_string_value(v), json_string_length(v));
+		break;
+	case JSON_INTEGER:
+		strbuf_addf(sb, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		break;
+	case JSON_REAL:
+		go_float(sb, json_real_value(v));
+		break;
+	case JSON_TRUE:
+		strbuf_adds(sb, "true");
+		break;
+	case JSON_FALSE:
+		strbuf_adds(sb, "false");
+		break;
+	case JSON_NULL:
+		strbuf_adds(sb, "<nil>");
+		break;
+	case JSON_ARRAY:
+		strbuf_addch(sb, '[');
+		for (i = 0; i < json_array_size(v); i++) {
+			if (i)
+				strbuf_addch(sb, ' ');
+			go_print(sb, json_array_get(v, i));
+		}
+		strbuf_addch(sb, ']');
+		break;
+	case JSON_OBJECT: {
+		const char **keys;
+		const char *k;
+		json_t *x;
+
+		n = json_object_size(v);
+		keys = calloc(n ? n : 1, sizeof(*keys));
+		if (!keys)
+			break;
+		i = 0;
+		json_object_foreach((json_t *)v, k, x)
+			keys[i++] = k;
+		qsort(keys, n, sizeof(*keys), cmp_cstr);
+		strbuf_adds(sb, "map[");
+		for (i = 0; i < n; i++) {
+			if (i)
+				strbuf_addch(sb, ' ');
+			strbuf_adds(sb, keys[i]);
+			strbuf_addch(sb, ':');
+			go_print(sb, json_object_get(v, keys[i]));
+		}
+		strbuf_addch(sb, ']');
+		free(keys);
+		break;
+	}
+	}
+}
+
+/* cellForJSONValue, plus the string case (PrintResults). */
+static json_t *cell_for(const struct column *c, const json_t *v, time_t now)
+{
+	if (!strcmp(c->type, "string")) {
+		strbuf sb = STRBUF_INIT;
+		json_t *cell;
+
+		if (json_is_string(v))
+			return json_incref((json_t *)v);
+		go_print(&sb, v);
+		cell = json_stringn(sb.buf ? sb.buf : "", sb.len);
+		strbuf_release(&sb);
+		return cell ? cell : json_null();
+	}
+	if (json_is_null(v))
+		return json_null();
+	if (!strcmp(c->type, "integer")) {
+		if (json_is_integer(v))
+			return json_incref((json_t *)v);
+		if (json_is_real(v)) {
+			double d = json_real_value(v);
+
+			/* Go's int64(float64): truncation (saturated here). */
+			if (d >= 9223372036854775807.0)
+				return json_integer(INT64_MAX);
+			if (d <= -9223372036854775808.0)
+				return json_integer(INT64_MIN);
+			return json_integer((json_int_t)d);
+		}
+	} else if (!strcmp(c->type, "number")) {
+		if (json_is_number(v))
+			return json_real(json_number_value(v));
+	} else if (!strcmp(c->type, "boolean")) {
+		if (json_is_boolean(v))
+			return json_incref((json_t *)v);
+	} else if (!strcmp(c->type, "date")) {
+		const char *s = json_string_value(v);
+		char buf[32];
+		time_t t;
+
+		if (!s)
+			return json_null();
+		/* metav1.Time's query-parameter form: "" and "null" are the zero
+		 * time, which shows as "<unknown>". */
+		if (!*s || !strcmp(s, "null"))
+			return json_string("<unknown>");
+		if (util_parse_rfc3339(s, &t) < 0)
+			return json_string("<invalid>");
+		table_human_duration((long long)(now - t), buf, sizeof(buf));
+		return json_string(buf);
+	}
+	return json_null();
+}
+
+json_t *table_row(const table_columns *tc, const json_t *obj, enum table_include include,
+		  time_t now)
+{
+	json_t *row = NULL, *cells = json_array(), *meta = json_object_get(obj, "metadata");
+	const char *name = json_string_value(json_object_get(meta, "name"));
+	size_t i;
+
+	if (!cells || !tc)
+		goto fail;
+	if (json_array_append_new(cells, json_string(name ? name : "")) < 0)
+		goto fail;
+	for (i = 1; i < tc->n; i++) {
+		json_t *vals = jsonpath_eval(tc->cols[i].path, obj), *cell;
+
+		if (!vals)
+			goto fail;
+		cell = json_array_size(vals) ? cell_for(&tc->cols[i], json_array_get(vals, 0), now)
+					     : json_null();
+		json_decref(vals);
+		if (json_array_append_new(cells, cell) < 0)
+			goto fail;
+	}
+	row = json_object();
+	if (!row || json_object_set_new(row, "cells", cells) < 0) {
+		cells = NULL;
+		goto fail;
+	}
+	cells = NULL;
+	if (include == TABLE_INCLUDE_METADATA) {
+		json_t *pom = json_pack("{s:s, s:s, s:o}", "kind", "PartialObjectMetadata",
+					"apiVersion", "meta.k8s.io/v1", "metadata",
+					json_is_object(meta) ? json_deep_copy(meta) : json_object());
+
+		if (json_object_set_new(row, "object", pom) < 0)
+			goto fail;
+	} else if (include == TABLE_INCLUDE_OBJECT) {
+		if (json_object_set_new(row, "object", json_deep_copy(obj)) < 0)
+			goto fail;
+	}
+	return row;
+fail:
+	json_decref(cells);
+	json_decref(row);
+	return NULL;
+}
