@@ -84,6 +84,9 @@ static const struct row {
 	{ ".metadata.labels[\"tier\"]", "[db]" },
 	{ ".metadata.labels[ 'tier' ]", "[db]" },
 	{ ".metadata.labels.app\\.kubernetes\\.io/name", "[web]" },
+	{ "{.metadata.labels.app\\.kubernetes\\.io/name}", "[web]" },
+	{ ".metadata.labels.a\\{b", "[]" },
+	{ "{.metadata.labels.a\\{b}", "[]" },
 	{ ".metadata.annotations['a.b/c']", "[x]" },
 	{ "{.metadata['labels']['tier']}", "[db]" },
 	/* filters */
@@ -112,6 +115,8 @@ static const struct row {
 	{ ".spec.missing[?(@.name)]", "[]" },
 	{ ".status.conditions[?(@.type==\"Ready\")]", "[{type: Ready, status: 'True', n: 1}]" },
 	{ ".status.conditions[?(@.type=='a)b')].type", "[]" },
+	{ ".status.conditions[?(@.type=='{a}')].type", "[]" },
+	{ "{.status.conditions[?(@.type=='{a}')].type}", "[]" },
 };
 
 static void test_rows(void **state)
@@ -199,6 +204,11 @@ static void test_refused(void **state)
 		".a['unterminated]",
 		".a[\"x\" ]]",
 		".a[]",
+		/* found by fuzz/fuzz-jsonpath.c */
+		".a}",
+		"{.a\\}",
+		".a\\",
+		".a{.b}",
 	};
 	char longexpr[5000];
 	size_t i;

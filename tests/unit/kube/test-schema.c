@@ -741,6 +741,21 @@ static bool find_crd_dir(void)
 		if (stat(crd_dir, &st) == 0 && S_ISDIR(st.st_mode))
 			return true;
 	}
+	/* Meson compiles this file by a path relative to the build directory,
+	 * where `meson test` runs it: the source root is that path minus
+	 * tests/unit/kube/test-schema.c. */
+	{
+		const char *self = __FILE__, *tail = strstr(self, "tests/unit/kube/");
+		int plen = tail ? (int)(tail - self) : -1;
+
+		if (plen >= 0 && plen < (int)sizeof(crd_dir) - 16) {
+			snprintf(crd_dir, sizeof(crd_dir), "%.*sconfig/crd", plen, self);
+			if (plen == 0)
+				snprintf(crd_dir, sizeof(crd_dir), "config/crd");
+			if (stat(crd_dir, &st) == 0 && S_ISDIR(st.st_mode))
+				return true;
+		}
+	}
 	crd_dir[0] = '\0';
 	return false;
 }
