@@ -109,6 +109,17 @@ struct sq {
 	pthread_mutex_t rmu;
 	struct reader *ridle;
 	size_t nidle;
+
+	/* Checkpoints run on their own connection and thread: a checkpoint
+	 * copies the WAL into the database file and syncs it, which would
+	 * otherwise stall whichever commit crossed SQLite's auto-checkpoint
+	 * threshold and show up as the writers' tail latency. */
+	sqlite3 *cdb;
+	pthread_t ckpt;
+	bool ckpt_started, ckpt_stop;
+	uint64_t ckpt_pending;
+	pthread_mutex_t cmu;
+	pthread_cond_t ccond;
 };
 
 static struct sq *to_sq(store *s)
@@ -344,6 +355,9 @@ static void run_batch(struct sq *q, struct wreq **batch, size_t n)
 		q->w_rev = rev;
 		q->w_compacted = compacted;
 		atomic_fetch_add(&q->n_commits, 1);
+		pthread_mutex_lock(&q->cmu);
+		q->ckpt_pending++;
+		pthread_mutex_unlock(&q->cmu);
 		if (n > atomic_load(&q->max_batch))
 			atomic_store(&q->max_batch, n);
 		publish(q, rev, compacted);
@@ -364,6 +378,66 @@ static void run_batch(struct sq *q, struct wreq **batch, size_t n)
 	}
 	pthread_mutex_unlock(&q->qmu);
 	atomic_fetch_add(&q->n_writes, acked);
+}
+
+#define CKPT_INTERVAL_MS 200
+
+static void *ckpt_main(void *arg)
+{
+	struct sq *q = arg;
+
+	pthread_mutex_lock(&q->cmu);
+	while (!q->ckpt_stop) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += CKPT_INTERVAL_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&q->ccond, &q->cmu, &ts);
+		if (q->ckpt_stop || !q->ckpt_pending)
+			continue;
+		q->ckpt_pending = 0;
+		pthread_mutex_unlock(&q->cmu);
+		/* PASSIVE never blocks the writer or readers; whatever it could
+		 * not copy this time is copied next time. */
+		sqlite3_wal_checkpoint_v2(q->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		pthread_mutex_lock(&q->cmu);
+	}
+	pthread_mutex_unlock(&q->cmu);
+	return NULL;
+}
+
+static int ckpt_start(struct sq *q)
+{
+	int rc = sqlite3_open_v2(q->path, &q->cdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+
+	if (rc != SQLITE_OK)
+		return q->cdb ? sql_errno(rc) : -ENOMEM;
+	sqlite3_busy_timeout(q->cdb, BUSY_TIMEOUT_MS);
+	rc = exec(q->cdb, q->opts.sync_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+	if (rc)
+		return rc;
+	rc = -pthread_create(&q->ckpt, NULL, ckpt_main, q);
+	if (!rc)
+		q->ckpt_started = true;
+	return rc;
+}
+
+static void ckpt_stop(struct sq *q)
+{
+	if (q->ckpt_started) {
+		pthread_mutex_lock(&q->cmu);
+		q->ckpt_stop = true;
+		pthread_cond_signal(&q->ccond);
+		pthread_mutex_unlock(&q->cmu);
+		pthread_join(q->ckpt, NULL);
+		q->ckpt_started = false;
+	}
+	sqlite3_close(q->cdb);
+	q->cdb = NULL;
 }
 
 static void *writer_main(void *arg)
@@ -881,6 +955,7 @@ static void sq_free(struct sq *q)
 		q->ridle = r->next;
 		reader_free(r);
 	}
+	ckpt_stop(q);
 	/* Closed last, so the writer connection is the last one open and
 	 * checkpoints the WAL into the database file. */
 	writer_finalize(q);
@@ -890,6 +965,8 @@ static void sq_free(struct sq *q)
 	pthread_mutex_destroy(&q->wmu);
 	pthread_cond_destroy(&q->wcond);
 	pthread_mutex_destroy(&q->rmu);
+	pthread_mutex_destroy(&q->cmu);
+	pthread_cond_destroy(&q->ccond);
 	free(q->path);
 	free(q);
 }
@@ -1058,7 +1135,7 @@ static int open_writer(struct sq *q)
 	 * so a generous one saves re-reading the index pages every batch. */
 	snprintf(pragmas, sizeof(pragmas),
 		 "PRAGMA synchronous = %s; PRAGMA cache_size = -32768;"
-		 " PRAGMA journal_size_limit = 67108864;",
+		 " PRAGMA journal_size_limit = 67108864; PRAGMA wal_autocheckpoint = 0;",
 		 q->opts.sync_full ? "FULL" : "NORMAL");
 	rc = exec(q->wdb, pragmas);
 	if (!rc)
@@ -1109,10 +1186,12 @@ int store__sqlite_open(const char *path, const struct store_options *opts, store
 	pthread_cond_init(&q->qcond, NULL);
 	pthread_mutex_init(&q->wmu, NULL);
 	pthread_mutex_init(&q->rmu, NULL);
+	pthread_mutex_init(&q->cmu, NULL);
 	/* store_wait() timeouts must not jump with the wall clock. */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&q->wcond, &ca);
+	pthread_cond_init(&q->ccond, &ca);
 	pthread_condattr_destroy(&ca);
 	if (!q->path) {
 		sq_free(q);
@@ -1123,7 +1202,9 @@ int store__sqlite_open(const char *path, const struct store_options *opts, store
 	if (!rc) {
 		atomic_store(&q->rev, q->w_rev);
 		atomic_store(&q->compacted, q->w_compacted);
-		rc = -pthread_create(&q->writer, NULL, writer_main, q);
+		rc = ckpt_start(q);
+		if (!rc)
+			rc = -pthread_create(&q->writer, NULL, writer_main, q);
 	}
 	if (rc) {
 		sq_free(q);
