@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "controllers/hub.h"
 #include "http/creds.h"
 #include "http/kubeapi.h"
 #include "http/server.h"
@@ -33,18 +34,25 @@ struct serve_opts {
 	size_t event_log_keep;
 	size_t max_body;
 	int verbose;
+	const char *os_images;
+	const char *service_url;
+	int disconnect_timeout_s;
 };
 
 struct app {
 	struct kubeapi *ka;
+	struct hub *hub;
 };
 
 static enum MHD_Result handle(void *userdata, struct http_req *req)
 {
 	struct app *app = userdata;
 	bool handled = false;
-	enum MHD_Result r = kubeapi_handle(app->ka, req, &handled);
+	enum MHD_Result r = hub_handle(app->hub, req, &handled);
 
+	if (handled)
+		return r;
+	r = kubeapi_handle(app->ka, req, &handled);
 	if (handled)
 		return r;
 	return http_reply(req, 404, "application/json",
@@ -67,6 +75,12 @@ static void usage(FILE *f)
 		"  --store URL           sqlite (default: DIR/agenthub.db) or a path to a database file\n"
 		"  --event-log-keep N    events kept for watches before compaction (default 100000)\n"
 		"  --max-body-bytes N    largest accepted request body (default 3145728)\n"
+		"  --os-images FILE      JSON list of OS images (openshift_version, cpu_architecture,\n"
+		"                        url, version) as upstream's OS_IMAGES; default: the test ISO\n"
+		"                        built with agenthub (build/testiso/discovery-test.iso)\n"
+		"  --service-url URL     how hosts reach this hub (default https://LISTEN)\n"
+		"  --host-disconnect-timeout DURATION\n"
+		"                        silence after which a host is disconnected (default 3m)\n"
 		"  -v, --verbose         debug logging\n"
 		"  -h, --help            this text\n");
 }
@@ -79,6 +93,9 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "store", required_argument, NULL, 's' },
 		{ "event-log-keep", required_argument, NULL, 'e' },
 		{ "max-body-bytes", required_argument, NULL, 'b' },
+		{ "os-images", required_argument, NULL, 'o' },
+		{ "service-url", required_argument, NULL, 'u' },
+		{ "host-disconnect-timeout", required_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -108,6 +125,14 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 			o->max_body = strtoul(optarg, &end, 10);
 			if (*end || o->max_body < 1024) {
 				fprintf(stderr, "agenthub: --max-body-bytes: expected a number >= 1024, got %s\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'o': o->os_images = optarg; break;
+		case 'u': o->service_url = optarg; break;
+		case 't':
+			if (hub_parse_duration(optarg, &o->disconnect_timeout_s) < 0) {
+				fprintf(stderr, "agenthub: --host-disconnect-timeout: expected a duration such as 3m or 8s, got %s\n", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -211,6 +236,28 @@ static int serve(int argc, char **argv)
 	r = kubeapi_new(api, &kao, &app.ka);
 	if (r < 0)
 		goto out_api;
+	{
+		struct hub_config hc = { 0 };
+		char exe[4096], iso[4200], surl[512];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+		exe[n > 0 ? n : 0] = '\0';
+		if (strrchr(exe, '/'))
+			*strrchr(exe, '/') = '\0';
+		snprintf(iso, sizeof(iso), "%s/testiso/discovery-test.iso", exe);
+		snprintf(surl, sizeof(surl), "https://%s", addr);
+		hc.data_dir = o.data_dir;
+		hc.service_url = o.service_url ? o.service_url : surl;
+		hc.hub_ca_pem = creds.ca_pem;
+		hc.os_images_file = o.os_images;
+		hc.default_iso = iso;
+		hc.host_disconnect_timeout_s = o.disconnect_timeout_s;
+		r = hub_new(api, &hc, &app.hub, &err);
+		if (r < 0) {
+			log_error("starting the hub: %s", err.message);
+			goto out_ka;
+		}
+	}
 	hso.listen = o.listen;
 	hso.cert_pem = creds.cert_pem;
 	hso.key_pem = creds.key_pem;
@@ -249,6 +296,7 @@ out_srv:
 	store_wake_all(kube_api_store(api));
 	http_server_stop(srv);
 out_ka:
+	hub_free(app.hub);
 	kubeapi_free(app.ka);
 out_api:
 	{

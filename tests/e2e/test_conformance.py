@@ -136,7 +136,7 @@ def sub_schema(schema, key):
 def compare_spec(want, got, schema, path, server_set, errors):
     """Record in errors every way `got` (read back) differs from `want`
     (the manifest) other than schema defaults and server_set fields."""
-    where = ".".join(path) or "spec"
+    where = ".".join(("spec",) + path)
     if isinstance(want, dict):
         if not isinstance(got, dict):
             errors.append(f"{where}: want object {want!r}, got {got!r}")

@@ -98,6 +98,7 @@ def test_sigkill_loses_no_acknowledged_write(hub, kind):
     with lock:
         acked_now = list(acked)
     assert len(acked_now) >= 20
+    print(f"{kind}: {len(acked_now)} creates acknowledged before kill -9")
 
     hub.start()
     objs, _ = list_all(hub, path)

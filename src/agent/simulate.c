@@ -1,0 +1,753 @@
+/* simulate.c - the fleet simulator's event loop (see simulate.h).
+ *
+ * Each virtual host is a small state machine that issues one HTTP request at a time:
+ *   REGISTER -> GET instructions -> POST one reply per step -> sleep -> GET ...
+ * plus, once it received `install`, an independent timeline of PUT progress reports.
+ * Timers live in one binary heap; hosts whose timer fired wait in a FIFO until one of the
+ * max_inflight request slots frees up.  libcurl's multi interface carries the requests and
+ * keeps connections alive between them. */
+#include "agent/simulate.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/strbuf.h"
+#include "base/util.h"
+#include "image/iso.h"
+
+#define RESP_MAX (4u << 20)
+#define STATUS_EVERY_MS 10000
+#define RETRY_FORBIDDEN_MS 60000 /* upstream: register retry interval */
+#define RETRY_ERROR_MS 10000
+#define EXIT_FLOOR_MS 5000       /* re-register pause after post_step_action "exit" */
+#define DEDUP_SLOTS 8
+#define DEDUP_TTL_MS 3600000     /* upstream keeps the last reply per step type for 1 h */
+
+enum phase { PH_REGISTER, PH_GET, PH_REPLY, PH_GONE };
+enum req { REQ_NONE, REQ_REGISTER, REQ_GET, REQ_REPLY, REQ_PROGRESS };
+/* What the summary counts; inferred from the steps a host is given. */
+enum sstate { S_UNREG, S_DISCOVERING, S_KNOWN, S_PREPARING, S_INSTALLING, S_INSTALLED, S_FAILED, S_N };
+static const char *const SSTATE_NAMES[S_N] = { "unregistered", "discovering", "known", "preparing",
+					       "installing", "installed", "failed" };
+
+#define PEND_LOOP 1u
+#define PEND_STAGE 2u
+
+struct dedup {
+	uint64_t type_hash, out_hash;
+	int64_t at_ms;
+};
+
+struct host {
+	unsigned idx;
+	char id[37];
+	enum phase phase;
+	enum sstate sstate;
+	unsigned pending;    /* PEND_* bits whose timer fired */
+	bool queued, busy;
+	json_t *steps;       /* instructions being answered (owned) */
+	size_t step_pos;
+	int next_secs;
+	bool exit_after;
+	bool rebooted;       /* past the Rebooting stage: the agent is gone */
+	const char *const *stages;
+	size_t nstages, stage_pos;
+	enum req req;
+	const char *req_step_type;
+	uint64_t req_out_hash;
+	CURL *easy;
+	struct curl_slist *hdrs;
+	char *body;
+	strbuf resp;
+	struct dedup dedup[DEDUP_SLOTS];
+};
+
+struct timer {
+	int64_t due;
+	unsigned host;
+	unsigned kind;
+};
+
+struct sim {
+	const struct simulate_opts *o;
+	struct fakehost_fleet fleet;
+	struct fakehost_config cfg;
+	char *base; /* ".../api/assisted-install/v2/infra-envs/<id>/hosts" */
+	CURLM *multi;
+	struct host *hosts;
+	struct timer *heap;
+	size_t nheap, capheap;
+	unsigned *fifo;
+	size_t fhead, flen;
+	unsigned inflight;
+	unsigned count[S_N];
+	unsigned long requests, errors;
+	struct curl_blob ca_blob;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	stop_requested = sig;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* Compact JSON text of j (malloc'd), consuming the reference; NULL on OOM or NULL j. */
+static char *dump_steal(json_t *j)
+{
+	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	return t;
+}
+
+/* ---- timers and the ready queue ---- */
+
+static int heap_push(struct sim *s, int64_t due, unsigned host, unsigned kind)
+{
+	size_t i;
+
+	if (s->nheap == s->capheap) {
+		size_t cap = s->capheap ? s->capheap * 2 : 1024;
+		struct timer *n = realloc(s->heap, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->heap = n;
+		s->capheap = cap;
+	}
+	i = s->nheap++;
+	while (i > 0 && s->heap[(i - 1) / 2].due > due) {
+		s->heap[i] = s->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	s->heap[i] = (struct timer){ due, host, kind };
+	return 0;
+}
+
+static struct timer heap_pop(struct sim *s)
+{
+	struct timer top = s->heap[0], last = s->heap[--s->nheap];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= s->nheap)
+			break;
+		if (c + 1 < s->nheap && s->heap[c + 1].due < s->heap[c].due)
+			c++;
+		if (s->heap[c].due >= last.due)
+			break;
+		s->heap[i] = s->heap[c];
+		i = c;
+	}
+	if (s->nheap)
+		s->heap[i] = last;
+	return top;
+}
+
+static void make_ready(struct sim *s, struct host *h, unsigned kind)
+{
+	h->pending |= kind;
+	if (!h->queued && !h->busy) {
+		s->fifo[(s->fhead + s->flen++) % s->o->hosts] = h->idx;
+		h->queued = true;
+	}
+}
+
+static void schedule(struct sim *s, struct host *h, int64_t delay_ms, unsigned kind)
+{
+	/* Out of memory for a timer: fall back to running at once rather than losing the host. */
+	if (heap_push(s, util_mono_ms() + delay_ms, h->idx, kind) < 0)
+		make_ready(s, h, kind);
+}
+
+static void set_sstate(struct sim *s, struct host *h, enum sstate st)
+{
+	s->count[h->sstate]--;
+	h->sstate = st;
+	s->count[st]++;
+}
+
+/* ---- requests ---- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct host *h = arg;
+
+	return strbuf_add(&h->resp, data, size * n) < 0 ? 0 : size * n;
+}
+
+static int start_request(struct sim *s, struct host *h, enum req kind, const char *method,
+			 const char *url, char *body)
+{
+	char hdr[256];
+
+	if (!h->easy) {
+		h->easy = curl_easy_init();
+		if (!h->easy) {
+			free(body);
+			return -ENOMEM;
+		}
+	} else {
+		curl_easy_reset(h->easy);
+	}
+	strbuf_reset(&h->resp);
+	h->body = body;
+	h->req = kind;
+	snprintf(hdr, sizeof(hdr), "X-Secret-Key: %s", s->cfg.token);
+	h->hdrs = curl_slist_append(NULL, hdr);
+	snprintf(hdr, sizeof(hdr), "discovery_agent_version: %s", s->cfg.agent_version);
+	h->hdrs = curl_slist_append(h->hdrs, hdr);
+	if (body)
+		h->hdrs = curl_slist_append(h->hdrs, "Content-Type: application/json");
+	h->hdrs = curl_slist_append(h->hdrs, "Accept: application/json");
+	curl_easy_setopt(h->easy, CURLOPT_URL, url);
+	curl_easy_setopt(h->easy, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h->easy, CURLOPT_HTTPHEADER, h->hdrs);
+	if (body) {
+		curl_easy_setopt(h->easy, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	}
+	curl_easy_setopt(h->easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h->easy, CURLOPT_WRITEDATA, h);
+	curl_easy_setopt(h->easy, CURLOPT_PRIVATE, h);
+	curl_easy_setopt(h->easy, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(h->easy, CURLOPT_CONNECTTIMEOUT, 15L);
+	curl_easy_setopt(h->easy, CURLOPT_NOSIGNAL, 1L);
+	if (s->o->insecure || s->cfg.insecure) {
+		curl_easy_setopt(h->easy, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h->easy, CURLOPT_SSL_VERIFYHOST, 0L);
+	} else if (s->o->cacert) {
+		curl_easy_setopt(h->easy, CURLOPT_CAINFO, s->o->cacert);
+	} else if (s->cfg.ca_pem) {
+		curl_easy_setopt(h->easy, CURLOPT_CAINFO_BLOB, &s->ca_blob);
+	}
+	if (curl_multi_add_handle(s->multi, h->easy) != CURLM_OK) {
+		curl_slist_free_all(h->hdrs);
+		h->hdrs = NULL;
+		free(h->body);
+		h->body = NULL;
+		return -EIO;
+	}
+	h->busy = true;
+	s->inflight++;
+	s->requests++;
+	return 0;
+}
+
+static char *host_url(struct sim *s, struct host *h, const char *suffix)
+{
+	char *u = NULL;
+
+	if (asprintf(&u, "%s/%s%s", s->base, h->id, suffix) < 0)
+		return NULL;
+	return u;
+}
+
+static struct dedup *dedup_slot(struct host *h, uint64_t type_hash)
+{
+	struct dedup *oldest = &h->dedup[0];
+
+	for (int i = 0; i < DEDUP_SLOTS; i++) {
+		if (h->dedup[i].type_hash == type_hash)
+			return &h->dedup[i];
+		if (h->dedup[i].at_ms < oldest->at_ms)
+			oldest = &h->dedup[i];
+	}
+	oldest->type_hash = type_hash;
+	oldest->out_hash = 0;
+	oldest->at_ms = 0;
+	return oldest;
+}
+
+static void after_steps(struct sim *s, struct host *h)
+{
+	json_decref(h->steps);
+	h->steps = NULL;
+	h->step_pos = 0;
+	if (h->exit_after) {
+		h->phase = PH_REGISTER;
+		schedule(s, h, h->next_secs * 1000 > EXIT_FLOOR_MS ? h->next_secs * 1000 : EXIT_FLOOR_MS, PEND_LOOP);
+	} else {
+		h->phase = PH_GET;
+		schedule(s, h, (int64_t)h->next_secs * 1000, PEND_LOOP);
+	}
+}
+
+/* Start the request for the host's next loop action.  Returns 1 when a request was
+ * started, 0 when there was nothing to send (a deduplicated reply), -errno on failure. */
+static int loop_action(struct sim *s, struct host *h)
+{
+	char *url = NULL, *body = NULL;
+	int r;
+
+	switch (h->phase) {
+	case PH_REGISTER:
+		body = dump_steal(json_pack("{s:s, s:s}", "host_id", h->id, "discovery_agent_version",
+					    s->cfg.agent_version));
+		if (!body || asprintf(&url, "%s", s->base) < 0)
+			goto oom;
+		r = start_request(s, h, REQ_REGISTER, "POST", url, body);
+		free(url);
+		return r < 0 ? r : 1;
+	case PH_GET: {
+		char q[64];
+		snprintf(q, sizeof(q), "/instructions?timestamp=%lld", (long long)time(NULL));
+		url = host_url(s, h, q);
+		if (!url)
+			goto oom;
+		r = start_request(s, h, REQ_GET, "GET", url, NULL);
+		free(url);
+		return r < 0 ? r : 1;
+	}
+	case PH_REPLY: {
+		json_t *st = json_array_get(h->steps, h->step_pos);
+		const char *type = json_string_value(json_object_get(st, "step_type")) ?: "";
+		const char *sid = json_string_value(json_object_get(st, "step_id")) ?: "";
+		struct dedup *d;
+		char *out = NULL;
+		int code = 0;
+
+		if (!st) {
+			after_steps(s, h);
+			return 0;
+		}
+		if (!strcmp(type, "install") && !h->stages) {
+			h->stages = fakehost_install_stages(json_object_get(st, "args"), &h->nstages);
+			h->stage_pos = 0;
+			set_sstate(s, h, S_INSTALLING);
+			schedule(s, h, 0, PEND_STAGE);
+		} else if (!strcmp(type, "stop-installation")) {
+			h->stages = NULL;
+		} else if (h->sstate < S_INSTALLING) {
+			if (!strcmp(type, "installation-disk-speed-check") || !strcmp(type, "container-image-availability"))
+				set_sstate(s, h, S_PREPARING);
+			else if (!strcmp(type, "connectivity-check") || !strcmp(type, "ntp-synchronizer"))
+				set_sstate(s, h, S_KNOWN);
+		}
+		if (fakehost_step_reply(&s->fleet, h->idx, type, json_object_get(st, "args"), &code, &out) < 0)
+			goto oom;
+		/* As upstream: a reply identical to the last one accepted for this step type
+		 * within the hour is not sent again. */
+		d = dedup_slot(h, fnv1a(type));
+		h->req_out_hash = fnv1a(out) | 1;
+		h->req_step_type = type;
+		if (d->out_hash == h->req_out_hash && util_mono_ms() - d->at_ms < DEDUP_TTL_MS) {
+			free(out);
+			h->step_pos++;
+			return 0;
+		}
+		body = dump_steal(json_pack("{s:s, s:s, s:i, s:s, s:s}", "step_type", type, "step_id", sid,
+					    "exit_code", code, "output", out, "error", ""));
+		free(out);
+		url = host_url(s, h, "/instructions");
+		if (!body || !url)
+			goto oom;
+		r = start_request(s, h, REQ_REPLY, "POST", url, body);
+		free(url);
+		return r < 0 ? r : 1;
+	}
+	case PH_GONE:
+		return 0;
+	}
+	return 0;
+oom:
+	free(url);
+	free(body);
+	return -ENOMEM;
+}
+
+static int stage_action(struct sim *s, struct host *h)
+{
+	const char *stage, *info = "";
+	char *url, *body, msg[160];
+	int r;
+
+	if (!h->stages || h->stage_pos >= h->nstages)
+		return 0;
+	stage = h->stages[h->stage_pos];
+	if (s->o->fail_at_stage && !strcmp(stage, s->o->fail_at_stage)) {
+		snprintf(msg, sizeof(msg), "simulated failure at stage %s", stage);
+		stage = "Failed";
+		info = msg;
+	}
+	body = dump_steal(json_pack("{s:s, s:s}", "current_stage", stage, "progress_info", info));
+	url = host_url(s, h, "/progress");
+	if (!body || !url) {
+		free(body);
+		free(url);
+		return -ENOMEM;
+	}
+	r = start_request(s, h, REQ_PROGRESS, "PUT", url, body);
+	free(url);
+	return r < 0 ? r : 1;
+}
+
+/* Start whatever the host has pending; a progress report goes first. */
+static void run_host(struct sim *s, struct host *h)
+{
+	while (!h->busy && h->pending) {
+		int r;
+		if (h->pending & PEND_STAGE) {
+			h->pending &= ~PEND_STAGE;
+			r = stage_action(s, h);
+		} else {
+			h->pending &= ~PEND_LOOP;
+			if (h->rebooted)
+				continue;
+			r = loop_action(s, h);
+			if (r == 0 && h->phase == PH_REPLY)
+				h->pending |= PEND_LOOP; /* skipped a duplicate: next step now */
+		}
+		if (r < 0) {
+			s->errors++;
+			schedule(s, h, RETRY_ERROR_MS, PEND_LOOP);
+			return;
+		}
+	}
+}
+
+static void on_done(struct sim *s, struct host *h, CURLcode cc)
+{
+	long code = 0;
+	bool ok;
+
+	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &code);
+	curl_multi_remove_handle(s->multi, h->easy);
+	curl_slist_free_all(h->hdrs);
+	h->hdrs = NULL;
+	free(h->body);
+	h->body = NULL;
+	h->busy = false;
+	s->inflight--;
+	ok = cc == CURLE_OK && code >= 200 && code < 300;
+	if (!ok)
+		s->errors++;
+
+	switch (h->req) {
+	case REQ_REGISTER:
+		if (ok) {
+			if (h->sstate == S_UNREG)
+				set_sstate(s, h, S_DISCOVERING);
+			h->phase = PH_GET;
+			make_ready(s, h, PEND_LOOP);
+		} else if (code == 401 || code == 403 || code == 404 || code == 409 || code == 400) {
+			/* Upstream waits forever on these; we keep asking, slowly. */
+			schedule(s, h, RETRY_FORBIDDEN_MS, PEND_LOOP);
+		} else {
+			schedule(s, h, RETRY_ERROR_MS + (h->idx % 5000), PEND_LOOP);
+		}
+		break;
+	case REQ_GET: {
+		json_t *j = ok ? json_loadb(h->resp.buf, h->resp.len, 0, NULL) : NULL;
+		json_t *steps = json_object_get(j, "instructions");
+		if (!ok || !j) {
+			if (code == 404) /* the host was deleted: register again */
+				h->phase = PH_REGISTER;
+			for (size_t k = 0; k < DEDUP_SLOTS; k++)
+				h->dedup[k].at_ms = 0, h->dedup[k].out_hash = 0;
+			json_decref(j);
+			schedule(s, h, RETRY_ERROR_MS, PEND_LOOP);
+			break;
+		}
+		h->next_secs = (int)json_integer_value(json_object_get(j, "next_instruction_seconds"));
+		if (h->next_secs < 0 || h->next_secs > 3600)
+			h->next_secs = 60;
+		h->exit_after = !strcmp(json_string_value(json_object_get(j, "post_step_action")) ?: "", "exit");
+		h->steps = json_is_array(steps) ? json_incref(steps) : json_array();
+		h->step_pos = 0;
+		h->phase = PH_REPLY;
+		json_decref(j);
+		make_ready(s, h, PEND_LOOP);
+		break;
+	}
+	case REQ_REPLY:
+		if (ok) {
+			struct dedup *d = dedup_slot(h, fnv1a(h->req_step_type));
+			d->out_hash = h->req_out_hash;
+			d->at_ms = util_mono_ms();
+		}
+		h->step_pos++;
+		make_ready(s, h, PEND_LOOP);
+		break;
+	case REQ_PROGRESS: {
+		const char *stage = h->stages && h->stage_pos < h->nstages ? h->stages[h->stage_pos] : "";
+		bool failed = s->o->fail_at_stage && !strcmp(stage, s->o->fail_at_stage);
+		if (!ok && (cc != CURLE_OK || code >= 500)) {
+			schedule(s, h, RETRY_ERROR_MS, PEND_STAGE); /* transient: same stage again */
+			break;
+		}
+		if (!ok || failed) {
+			/* The hub refused the stage (e.g. day-2 hosts stop at Rebooting), or we
+			 * just reported the simulated failure: this host's timeline ends. */
+			if (failed && ok)
+				set_sstate(s, h, S_FAILED);
+			h->stages = NULL;
+			break;
+		}
+		if (!strcmp(stage, "Rebooting"))
+			h->rebooted = true; /* the discovery agent does not survive the reboot */
+		if (++h->stage_pos < h->nstages) {
+			schedule(s, h, (int64_t)s->o->stage_seconds * 1000, PEND_STAGE);
+		} else {
+			set_sstate(s, h, S_INSTALLED);
+			h->phase = PH_GONE;
+		}
+		break;
+	}
+	case REQ_NONE:
+		break;
+	}
+	h->req = REQ_NONE;
+	if (h->pending)
+		make_ready(s, h, 0);
+}
+
+static void print_status(struct sim *s)
+{
+	char line[512];
+	int n = snprintf(line, sizeof(line), "simulate: hosts=%u registered=%u", s->o->hosts,
+			 s->o->hosts - s->count[S_UNREG]);
+
+	for (int i = S_DISCOVERING; i < S_N && n < (int)sizeof(line); i++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " %s=%u", SSTATE_NAMES[i], s->count[i]);
+	if (n < (int)sizeof(line))
+		snprintf(line + n, sizeof(line) - (size_t)n, " requests=%lu errors=%lu inflight=%u", s->requests,
+			 s->errors, s->inflight);
+	fprintf(stderr, "%s\n", line);
+}
+
+/* ---- configuration ---- */
+
+static size_t to_file(char *data, size_t size, size_t n, void *arg)
+{
+	return fwrite(data, size, n, arg) * size;
+}
+
+int simulate_load_config(const struct simulate_opts *o, struct fakehost_config *ret, ah_err *err)
+{
+	char *ign = NULL;
+	size_t len = 0;
+	int r;
+
+	if (o->ignition_file) {
+		r = util_read_file(o->ignition_file, &ign, &len);
+		if (r < 0)
+			return ah_err_set(err, -r, 0, "", "%s: %s", o->ignition_file, strerror(-r));
+	} else {
+		char path[] = "/tmp/agenthub-sim-iso-XXXXXX", cerr[CURL_ERROR_SIZE] = "";
+		const char *tmpdir = getenv("TMPDIR");
+		char tpath[4096];
+		int fd;
+		FILE *f;
+		CURL *c;
+		CURLcode cc;
+
+		snprintf(tpath, sizeof(tpath), "%s/agenthub-sim-iso-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+		fd = mkstemp(tpath);
+		if (fd < 0)
+			return ah_err_set(err, errno, 0, "", "%s: %s", path, strerror(errno));
+		unlink(tpath); /* the fd keeps it alive; nothing to clean up on exit */
+		f = fdopen(fd, "w+");
+		c = curl_easy_init();
+		if (!f || !c) {
+			if (f)
+				fclose(f);
+			else
+				close(fd);
+			curl_easy_cleanup(c);
+			return ah_err_set(err, ENOMEM, 0, "", "out of memory");
+		}
+		curl_easy_setopt(c, CURLOPT_URL, o->iso_url);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_file);
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+		curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+		curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+		if (o->insecure) {
+			curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+			curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+		} else if (o->cacert) {
+			curl_easy_setopt(c, CURLOPT_CAINFO, o->cacert);
+		}
+		cc = curl_easy_perform(c);
+		curl_easy_cleanup(c);
+		if (cc != CURLE_OK || fflush(f) != 0) {
+			fclose(f);
+			return ah_err_set(err, EIO, 0, "", "download %s: %s", o->iso_url,
+					  cerr[0] ? cerr : curl_easy_strerror(cc));
+		}
+		r = iso_extract_ignition(fileno(f), &ign, &len, err);
+		fclose(f);
+		if (r < 0) {
+			ah_err_prefix(err, "%s", o->iso_url);
+			return r;
+		}
+	}
+	r = fakehost_config_from_ignition(ign, ret, err);
+	free(ign);
+	return r;
+}
+
+void simulate_opts_default(struct simulate_opts *o)
+{
+	*o = (struct simulate_opts){ .hosts = 1, .cpus = 8, .memory_gib = 32, .disk_gib = 120,
+				     .subnet = "192.168.111.0/24", .stage_seconds = 5, .seed = 1,
+				     .max_inflight = 256 };
+}
+
+/* ---- the loop ---- */
+
+static void sim_release(struct sim *s)
+{
+	if (s->hosts) {
+		for (unsigned i = 0; i < s->o->hosts; i++) {
+			struct host *h = &s->hosts[i];
+			if (h->easy) {
+				if (h->busy)
+					curl_multi_remove_handle(s->multi, h->easy);
+				curl_easy_cleanup(h->easy);
+			}
+			curl_slist_free_all(h->hdrs);
+			free(h->body);
+			strbuf_release(&h->resp);
+			json_decref(h->steps);
+		}
+	}
+	if (s->multi)
+		curl_multi_cleanup(s->multi);
+	free(s->hosts);
+	free(s->heap);
+	free(s->fifo);
+	free(s->base);
+	fakehost_config_release(&s->cfg);
+}
+
+int simulate_run(const struct simulate_opts *o, ah_err *err)
+{
+	struct sim s = { .o = o };
+	struct sigaction sa = { .sa_handler = on_signal };
+	int64_t next_status, deadline;
+	const char *url;
+	size_t ul;
+	int r;
+
+	if (o->hosts == 0 || o->max_inflight == 0)
+		return ah_err_set(err, EINVAL, 0, "", "--hosts and the request limit must be positive");
+	r = fakehost_fleet_init(&s.fleet, o->seed, o->hosts, o->cpus, o->memory_gib, o->disk_gib, o->subnet, err);
+	if (r < 0)
+		return r;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return ah_err_set(err, EIO, 0, "", "libcurl initialisation failed");
+	r = simulate_load_config(o, &s.cfg, err);
+	if (r < 0)
+		goto out;
+	url = o->service_url ? o->service_url : s.cfg.service_url;
+	ul = strlen(url);
+	while (ul > 0 && url[ul - 1] == '/')
+		ul--;
+	if (asprintf(&s.base, "%.*s/api/assisted-install/v2/infra-envs/%s/hosts", (int)ul, url,
+		     s.cfg.infra_env_id) < 0) {
+		s.base = NULL;
+		r = ah_err_set(err, ENOMEM, 0, "", "out of memory");
+		goto out;
+	}
+	if (s.cfg.ca_pem) {
+		s.ca_blob.data = s.cfg.ca_pem;
+		s.ca_blob.len = strlen(s.cfg.ca_pem);
+		s.ca_blob.flags = CURL_BLOB_NOCOPY;
+	}
+	s.hosts = calloc(o->hosts, sizeof(*s.hosts));
+	s.fifo = calloc(o->hosts, sizeof(*s.fifo));
+	s.multi = curl_multi_init();
+	if (!s.hosts || !s.fifo || !s.multi) {
+		r = ah_err_set(err, ENOMEM, 0, "", "out of memory");
+		goto out;
+	}
+	curl_multi_setopt(s.multi, CURLMOPT_MAXCONNECTS, (long)o->max_inflight);
+	s.count[S_UNREG] = o->hosts;
+	for (unsigned i = 0; i < o->hosts; i++) {
+		struct host *h = &s.hosts[i];
+		h->idx = i;
+		fakehost_host_id(&s.fleet, i, h->id);
+		strbuf_init(&h->resp, RESP_MAX);
+		h->next_secs = 60;
+		/* Spread the boots over the first seconds, as a rack powering on would. */
+		if (heap_push(&s, util_mono_ms() + (int64_t)(i % 1000) * 5, i, PEND_LOOP) < 0) {
+			r = ah_err_set(err, ENOMEM, 0, "", "out of memory");
+			goto out;
+		}
+	}
+	fprintf(stderr, "simulate: %u hosts against %s (infra-env %s)\n", o->hosts, s.base, s.cfg.infra_env_id);
+
+	stop_requested = 0;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	next_status = util_mono_ms() + STATUS_EVERY_MS;
+	deadline = o->duration_seconds ? util_mono_ms() + (int64_t)o->duration_seconds * 1000 : 0;
+	while (!stop_requested) {
+		int64_t now = util_mono_ms();
+		int running, msgs, wait;
+		long ctimeout = -1;
+		CURLMsg *m;
+
+		if (deadline && now >= deadline)
+			break;
+		while (s.nheap && s.heap[0].due <= now) {
+			struct timer t = heap_pop(&s);
+			make_ready(&s, &s.hosts[t.host], t.kind);
+		}
+		while (s.flen && s.inflight < o->max_inflight) {
+			struct host *h = &s.hosts[s.fifo[s.fhead]];
+			s.fhead = (s.fhead + 1) % o->hosts;
+			s.flen--;
+			h->queued = false;
+			run_host(&s, h);
+		}
+		curl_multi_perform(s.multi, &running);
+		while ((m = curl_multi_info_read(s.multi, &msgs))) {
+			struct host *h = NULL;
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&h);
+			on_done(&s, h, m->data.result);
+		}
+		if (now >= next_status) {
+			print_status(&s);
+			next_status = now + STATUS_EVERY_MS;
+		}
+		wait = 1000;
+		if (s.nheap && s.heap[0].due - now < wait)
+			wait = (int)(s.heap[0].due - now);
+		if (s.flen && s.inflight < o->max_inflight)
+			wait = 0;
+		curl_multi_timeout(s.multi, &ctimeout);
+		if (ctimeout >= 0 && ctimeout < wait)
+			wait = (int)ctimeout;
+		if (wait < 0)
+			wait = 0;
+		curl_multi_poll(s.multi, NULL, 0, wait, NULL);
+	}
+	print_status(&s);
+	r = 0;
+out:
+	sim_release(&s);
+	curl_global_cleanup();
+	return r;
+}

@@ -1,0 +1,575 @@
+/* hub.c - the hub's set-up, its look-ups and the controller loop; see hub.h.
+ *
+ * The controller loop follows the store's event log (the same one watches
+ * read), queues the InfraEnvs an event concerns, and reconciles each: a
+ * level-triggered loop that writes only what differs, so its own writes
+ * come back as events that reconcile to nothing. */
+#include "hub-internal.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/log.h"
+#include "base/util.h"
+#include "image/ignition.h"
+
+int hub_parse_duration(const char *s, int *ret_seconds)
+{
+	long total = 0, n = 0;
+	bool digits = false, any = false;
+	const char *p;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (p = s; *p; p++) {
+		if (*p >= '0' && *p <= '9') {
+			n = n * 10 + (*p - '0');
+			digits = true;
+			if (n > 100000000)
+				return -EINVAL;
+			continue;
+		}
+		if (!digits)
+			return -EINVAL;
+		switch (*p) {
+		case 'h': total += n * 3600; break;
+		case 'm': total += n * 60; break;
+		case 's': total += n; break;
+		default: return -EINVAL;
+		}
+		n = 0;
+		digits = false;
+		any = true;
+	}
+	if (digits)
+		total += n; /* a bare number is seconds */
+	else if (!any)
+		return -EINVAL;
+	if (total <= 0 || total > 30 * 24 * 3600)
+		return -EINVAL;
+	*ret_seconds = (int)total;
+	return 0;
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+/* --- OS images ------------------------------------------------------------ */
+
+static int load_os_images(struct hub *h, ah_err *err)
+{
+	json_error_t jerr;
+	json_t *list, *e;
+	size_t i;
+
+	if (!h->cfg.os_images_file) {
+		h->os_images = calloc(1, sizeof(*h->os_images));
+		if (!h->os_images)
+			return -ENOMEM;
+		h->os_images[0].openshift_version = strdup("4.19");
+		h->os_images[0].cpu_architecture = strdup("x86_64");
+		h->os_images[0].url = strdup(h->default_iso ? h->default_iso : "");
+		h->os_images[0].version = strdup("419.96.202510010000-0");
+		h->n_os_images = 1;
+		return 0;
+	}
+	list = json_load_file(h->cfg.os_images_file, 0, &jerr);
+	if (!json_is_array(list) || json_array_size(list) == 0) {
+		json_decref(list);
+		return ah_err_set(err, EINVAL, 0, "", "--os-images %s: expected a non-empty JSON array: %s",
+				  h->cfg.os_images_file, jerr.text);
+	}
+	h->os_images = calloc(json_array_size(list), sizeof(*h->os_images));
+	if (!h->os_images) {
+		json_decref(list);
+		return -ENOMEM;
+	}
+	json_array_foreach(list, i, e) {
+		const char *keys[] = { "openshift_version", "cpu_architecture", "url", "version" };
+		size_t k;
+
+		for (k = 0; k < 4; k++) {
+			if (!jstr(e, keys[k]) || !*jstr(e, keys[k])) {
+				json_decref(list);
+				return ah_err_set(err, EINVAL, 0, "",
+						  "--os-images %s: entry %zu has no \"%s\"", h->cfg.os_images_file,
+						  i, keys[k]);
+			}
+		}
+		h->os_images[i].openshift_version = strdup(jstr(e, "openshift_version"));
+		h->os_images[i].cpu_architecture = strdup(jstr(e, "cpu_architecture"));
+		h->os_images[i].url = strdup(strncmp(jstr(e, "url"), "file://", 7) == 0 ?
+					     jstr(e, "url") + 7 : jstr(e, "url"));
+		h->os_images[i].version = strdup(jstr(e, "version"));
+		h->n_os_images++;
+	}
+	json_decref(list);
+	return 0;
+}
+
+/* Compare dotted versions numerically ("4.10" > "4.9"). */
+static int version_cmp(const char *a, const char *b)
+{
+	while (*a || *b) {
+		long x = strtol(a, (char **)&a, 10), y = strtol(b, (char **)&b, 10);
+
+		if (x != y)
+			return x < y ? -1 : 1;
+		while (*a && (*a < '0' || *a > '9'))
+			a++;
+		while (*b && (*b < '0' || *b > '9'))
+			b++;
+	}
+	return 0;
+}
+
+const struct os_image *hub_pick_os_image(struct hub *h, const char *version, const char *arch)
+{
+	const struct os_image *best = NULL;
+	size_t i;
+
+	if (!arch || !*arch)
+		arch = "x86_64";
+	if (strcmp(arch, "arm64") == 0)
+		arch = "aarch64";
+	for (i = 0; i < h->n_os_images; i++) {
+		const struct os_image *o = &h->os_images[i];
+
+		if (strcmp(o->cpu_architecture, arch) != 0)
+			continue;
+		if (version && *version) {
+			if (strcmp(o->version, version) == 0 || strcmp(o->openshift_version, version) == 0)
+				return o;
+			continue;
+		}
+		if (!best || version_cmp(o->openshift_version, best->openshift_version) > 0)
+			best = o;
+	}
+	return best;
+}
+
+/* --- look-ups -------------------------------------------------------------- */
+
+struct find_ctx {
+	const char *uid;
+	json_t *found;
+};
+
+static int find_visit(const store_obj *so, void *userdata)
+{
+	struct find_ctx *fc = userdata;
+	char needle[80];
+
+	snprintf(needle, sizeof(needle), "\"uid\":\"%s\"", fc->uid);
+	if (!strstr(so->json, needle))
+		return 0;
+	fc->found = json_loadb(so->json, so->len, 0, NULL);
+	if (fc->found && strcmp(json_string_value(json_object_get(json_object_get(fc->found, "metadata"), "uid")) ?
+				json_string_value(json_object_get(json_object_get(fc->found, "metadata"), "uid")) : "", fc->uid) != 0) {
+		json_decref(fc->found);
+		fc->found = NULL;
+		return 0;
+	}
+	return 1;
+}
+
+/* The infra-env id of an InfraEnv is its metadata.uid: unique, immutable,
+ * and known to the object itself. */
+int hub_find_infraenv(struct hub *h, const char *infra_env_id, json_t **ret)
+{
+	struct find_ctx fc = { .uid = infra_env_id };
+	int r;
+
+	if (!infra_env_id || strlen(infra_env_id) != 36)
+		return -ENOENT;
+	r = store_list(h->store, h->k_infraenv->store_key, NULL, NULL, NULL, find_visit, &fc, NULL);
+	if (r < 0)
+		return r;
+	if (!fc.found)
+		return -ENOENT;
+	*ret = fc.found;
+	return 0;
+}
+
+/* --- the per-InfraEnv image state (token, digest) --------------------------- */
+
+struct text_render {
+	char *text;
+};
+
+static char *render_text(int64_t rev, size_t *ret_len, void *userdata)
+{
+	struct text_render *tr = userdata;
+	char *s = strdup(tr->text);
+
+	if (s)
+		*ret_len = strlen(s);
+	return s;
+}
+
+int hub_infraenv_token(struct hub *h, const json_t *infraenv, char **ret, ah_err *err)
+{
+	const json_t *meta = json_object_get(infraenv, "metadata");
+	const char *uid = jstr(meta, "uid");
+	store_obj *so = NULL;
+	json_t *claims, *st;
+	char *tok = NULL, *text;
+	int r;
+
+	if (!uid)
+		return ah_err_set(err, EINVAL, 500, "InternalError", "InfraEnv without uid");
+	/* Kept in the store, so the token in every image stays the same across
+	 * regenerations and restarts (ECDSA signatures are not deterministic). */
+	r = store_get(h->store, IMAGESTATE_RESOURCE, "", uid, &so);
+	if (r == 0) {
+		st = json_loadb(so->json, so->len, 0, NULL);
+		store_obj_free(so);
+		if (st && jstr(st, "token")) {
+			*ret = strdup(jstr(st, "token"));
+			json_decref(st);
+			return *ret ? 0 : -ENOMEM;
+		}
+		json_decref(st);
+	}
+	claims = json_pack("{s:s}", "infra_env_id", uid);
+	r = jwt_sign(h->keys, claims, &tok);
+	json_decref(claims);
+	if (r < 0)
+		return ah_err_set(err, r, 500, "InternalError", "signing the InfraEnv token failed");
+	st = json_pack("{s:s}", "token", tok);
+	text = json_dumps(st, JSON_COMPACT);
+	json_decref(st);
+	{
+		struct text_render tr = { text };
+
+		r = store_create(h->store, IMAGESTATE_RESOURCE, "", uid, render_text, &tr, NULL);
+	}
+	free(text);
+	if (r == -EEXIST) {
+		/* Another thread minted it first: use theirs. */
+		free(tok);
+		return hub_infraenv_token(h, infraenv, ret, err);
+	}
+	if (r < 0) {
+		free(tok);
+		return ah_err_set(err, r, 500, "InternalError", "storing the InfraEnv token failed");
+	}
+	*ret = tok;
+	return 0;
+}
+
+static char *secret_value(struct hub *h, const char *ns, const char *name, const char *key, ah_err *err,
+			  int *ret_r)
+{
+	json_t *sec = NULL;
+	const char *b64;
+	unsigned char *raw = NULL;
+	size_t len;
+	int r = kube_get(h->api, h->k_secret, ns, name, &sec, err);
+
+	*ret_r = r;
+	if (r < 0)
+		return NULL;
+	b64 = jstr(json_object_get(sec, "data"), key);
+	if (!b64 || util_base64_decode(b64, strlen(b64), &raw, &len) < 0) {
+		json_decref(sec);
+		*ret_r = ah_err_set(err, ENOENT, 400, "BadRequest",
+				    "secret %s/%s does not contain the key %s", ns, name, key);
+		return NULL;
+	}
+	json_decref(sec);
+	return (char *)raw;
+}
+
+int hub_build_ignition(struct hub *h, const json_t *ie, char **ret_ign, size_t *ret_len,
+		       char ret_digest[65], ah_err *err)
+{
+	const json_t *spec = json_object_get(ie, "spec"), *meta = json_object_get(ie, "metadata");
+	const json_t *proxy = json_object_get(spec, "proxy");
+	const char *ns = jstr(meta, "namespace"), *psname = jstr(json_object_get(spec, "pullSecretRef"), "name");
+	struct discovery_params p = { 0 };
+	char *pull = NULL, *token = NULL, *ign = NULL;
+	size_t len = 0;
+	int r;
+
+	if (!psname || !*psname)
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "Missing reference to pull secret");
+	pull = secret_value(h, ns, psname, ".dockerconfigjson", err, &r);
+	if (!pull) {
+		if (r == -ENOENT && err->status == 404)
+			ah_err_set(err, ENOENT, 400, "BadRequest", "failed to get pull secret for update: secrets \"%s\" not found",
+				   psname);
+		return r < 0 ? r : -EINVAL;
+	}
+	r = hub_infraenv_token(h, ie, &token, err);
+	if (r < 0) {
+		free(pull);
+		return r;
+	}
+	p.service_base_url = h->service_url;
+	p.infra_env_id = jstr(meta, "uid");
+	p.agent_token = token;
+	p.pull_secret = pull;
+	p.ssh_authorized_key = jstr(spec, "sshAuthorizedKey");
+	p.http_proxy = jstr(proxy, "httpProxy");
+	p.https_proxy = jstr(proxy, "httpsProxy");
+	p.no_proxy = jstr(proxy, "noProxy");
+	p.additional_ntp_sources = json_object_get(spec, "additionalNTPSources");
+	p.additional_trust_bundle = jstr(spec, "additionalTrustBundle");
+	p.hub_ca_pem = h->hub_ca_pem;
+	p.ignition_config_override = jstr(spec, "ignitionConfigOverride");
+	p.cpu_architecture = jstr(spec, "cpuArchitecture");
+	p.os_image_version = jstr(spec, "osImageVersion");
+	r = ignition_build_discovery(&p, &ign, &len, err);
+	free(pull);
+	free(token);
+	if (r < 0)
+		return r;
+	if (ret_digest) {
+		unsigned char md[EVP_MAX_MD_SIZE];
+		const struct os_image *os = hub_pick_os_image(h, p.os_image_version, p.cpu_architecture);
+		EVP_MD_CTX *c = EVP_MD_CTX_new();
+		unsigned mdlen = 0;
+		int i;
+
+		if (!c) {
+			free(ign);
+			return -ENOMEM;
+		}
+		EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+		EVP_DigestUpdate(c, ign, len);
+		if (os) {
+			EVP_DigestUpdate(c, os->version, strlen(os->version));
+			EVP_DigestUpdate(c, os->url, strlen(os->url));
+		}
+		{
+			char *kargs = json_dumps(json_object_get(spec, "kernelArguments"), JSON_COMPACT | JSON_ENCODE_ANY);
+
+			if (kargs)
+				EVP_DigestUpdate(c, kargs, strlen(kargs));
+			free(kargs);
+		}
+		EVP_DigestFinal_ex(c, md, &mdlen);
+		EVP_MD_CTX_free(c);
+		for (i = 0; i < 32; i++)
+			sprintf(ret_digest + 2 * i, "%02x", md[i]);
+	}
+	*ret_ign = ign;
+	*ret_len = len;
+	return 0;
+}
+
+/* --- the controller loop -------------------------------------------------- */
+
+void hub_enqueue(struct hub *h, const char *kind, const char *ns, const char *name)
+{
+	char key[700];
+
+	snprintf(key, sizeof(key), "%s/%s/%s", kind, ns, name);
+	pthread_mutex_lock(&h->qlock);
+	json_object_set_new(h->queue, key, json_true());
+	pthread_cond_signal(&h->qcond);
+	pthread_mutex_unlock(&h->qlock);
+}
+
+struct ev_ctx {
+	struct hub *h;
+	json_t *secrets; /* "ns" -> true: namespaces whose Secrets changed */
+};
+
+static int event_visit(const store_obj *so, void *userdata)
+{
+	struct ev_ctx *ec = userdata;
+
+	if (strcmp(so->resource, ec->h->k_infraenv->store_key) == 0)
+		hub_enqueue(ec->h, "infraenv", so->ns, so->name);
+	else if (strcmp(so->resource, ec->h->k_agent->store_key) == 0 && so->type != STORE_DELETED)
+		/* Our own status writes come back here too; reconciling them
+		 * finds nothing to write. */
+		hub_enqueue(ec->h, "agent", so->ns, so->name);
+	else if (strcmp(so->resource, ec->h->k_agent->store_key) == 0)
+		hub_forget_host(ec->h, so->ns, so->name);
+	else if (strcmp(so->resource, "secrets") == 0)
+		json_object_set_new(ec->secrets, so->ns, json_true());
+	return 0;
+}
+
+static int requeue_ns_visit(const store_obj *so, void *userdata)
+{
+	hub_enqueue(userdata, "infraenv", so->ns, so->name);
+	return 0;
+}
+
+static int requeue_agent_visit(const store_obj *so, void *userdata)
+{
+	hub_enqueue(userdata, "agent", so->ns, so->name);
+	return 0;
+}
+
+static void resync_all(struct hub *h, const char *ns)
+{
+	store_list(h->store, h->k_infraenv->store_key, ns, NULL, NULL, requeue_ns_visit, h, NULL);
+	if (!ns)
+		store_list(h->store, h->k_agent->store_key, NULL, NULL, NULL, requeue_agent_visit, h, NULL);
+}
+
+static void *controller_main(void *arg)
+{
+	struct hub *h = arg;
+	int64_t last_sweep = 0;
+
+	resync_all(h, NULL);
+	h->last_rev = store_current_rev(h->store);
+	for (;;) {
+		struct ev_ctx ec = { .h = h, .secrets = json_object() };
+		int64_t last = h->last_rev;
+		const char *key;
+		json_t *v, *work;
+		int r;
+
+		pthread_mutex_lock(&h->qlock);
+		if (h->stop) {
+			pthread_mutex_unlock(&h->qlock);
+			json_decref(ec.secrets);
+			break;
+		}
+		pthread_mutex_unlock(&h->qlock);
+		r = store_events(h->store, NULL, NULL, h->last_rev, 1000, event_visit, &ec, &last);
+		if (r == -ERANGE) {
+			/* Fell behind the compacted log: look at everything again. */
+			resync_all(h, NULL);
+			last = store_current_rev(h->store);
+		}
+		h->last_rev = last;
+		json_object_foreach(ec.secrets, key, v)
+			resync_all(h, key);
+		json_decref(ec.secrets);
+
+		pthread_mutex_lock(&h->qlock);
+		work = h->queue;
+		h->queue = json_object();
+		pthread_mutex_unlock(&h->qlock);
+		json_object_foreach(work, key, v) {
+			char kind[32], ns[256], name[256];
+
+			if (sscanf(key, "%31[^/]/%255[^/]/%255s", kind, ns, name) != 3)
+				continue;
+			if (strcmp(kind, "infraenv") == 0)
+				hub_reconcile_infraenv(h, ns, name);
+			else if (strcmp(kind, "agent") == 0)
+				hub_reconcile_agent(h, ns, name);
+		}
+		json_decref(work);
+		if (util_mono_ms() - last_sweep >= 1000) {
+			last_sweep = util_mono_ms();
+			hub_check_disconnected(h);
+		}
+		pthread_mutex_lock(&h->qlock);
+		if (!h->stop && json_object_size(h->queue) == 0 &&
+		    store_current_rev(h->store) == h->last_rev) {
+			struct timespec ts;
+
+			pthread_mutex_unlock(&h->qlock);
+			/* Wake on the next write, or after a second for the
+			 * disconnection sweep and delayed requeues. */
+			store_wait(h->store, h->last_rev, 1000);
+			(void)ts;
+			continue;
+		}
+		pthread_mutex_unlock(&h->qlock);
+	}
+	return NULL;
+}
+
+int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret, ah_err *err)
+{
+	struct hub *h = calloc(1, sizeof(*h));
+	int r;
+
+	if (!h)
+		return -ENOMEM;
+	h->api = api;
+	h->store = kube_api_store(api);
+	h->reg = kube_api_registry(api);
+	h->cfg = *cfg;
+	if (!h->cfg.host_disconnect_timeout_s)
+		h->cfg.host_disconnect_timeout_s = 180;
+	if (!h->cfg.image_cooldown_s)
+		h->cfg.image_cooldown_s = 10;
+	h->service_url = strdup(cfg->service_url ? cfg->service_url : "");
+	h->hub_ca_pem = cfg->hub_ca_pem ? strdup(cfg->hub_ca_pem) : NULL;
+	h->default_iso = cfg->default_iso ? strdup(cfg->default_iso) : NULL;
+	h->k_infraenv = kube_registry_by_kind(h->reg, "agent-install.openshift.io/v1beta1", "InfraEnv");
+	h->k_agent = kube_registry_by_kind(h->reg, "agent-install.openshift.io/v1beta1", "Agent");
+	h->k_secret = kube_registry_by_kind(h->reg, "v1", "Secret");
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_mutex_init(&h->qlock, NULL);
+	pthread_cond_init(&h->qcond, NULL);
+	h->queue = json_object();
+	r = load_os_images(h, err);
+	if (r == 0)
+		r = jwt_keys_load_or_create(cfg->data_dir, &h->keys, err);
+	if (r == 0 && pthread_create(&h->thread, NULL, controller_main, h) != 0)
+		r = ah_err_set(err, EAGAIN, 500, "InternalError", "cannot start the controllers");
+	if (r < 0) {
+		hub_free(h);
+		return r;
+	}
+	h->started = true;
+	*ret = h;
+	return 0;
+}
+
+void hub_free(struct hub *h)
+{
+	size_t i;
+
+	if (!h)
+		return;
+	if (h->started) {
+		pthread_mutex_lock(&h->qlock);
+		h->stop = true;
+		pthread_cond_signal(&h->qcond);
+		pthread_mutex_unlock(&h->qlock);
+		store_wake_all(h->store);
+		pthread_join(h->thread, NULL);
+	}
+	while (h->leases) {
+		struct host_lease *l = h->leases;
+
+		h->leases = l->next;
+		json_decref(l->facts);
+		free(l);
+	}
+	for (i = 0; i < h->n_os_images; i++) {
+		free(h->os_images[i].openshift_version);
+		free(h->os_images[i].cpu_architecture);
+		free(h->os_images[i].url);
+		free(h->os_images[i].version);
+	}
+	free(h->os_images);
+	jwt_keys_free(h->keys);
+	json_decref(h->queue);
+	free(h->service_url);
+	free(h->hub_ca_pem);
+	free(h->default_iso);
+	pthread_mutex_destroy(&h->lock);
+	pthread_mutex_destroy(&h->qlock);
+	pthread_cond_destroy(&h->qcond);
+	free(h);
+}
+
+enum MHD_Result hub_handle(struct hub *h, struct http_req *req, bool *handled)
+{
+	enum MHD_Result r = hub_agentapi(h, req, handled);
+
+	if (*handled)
+		return r;
+	return hub_imagesvc(h, req, handled);
+}

@@ -1,0 +1,305 @@
+/* infraenv.c - the InfraEnv controller: the discovery image of each
+ * InfraEnv, its URLs and the ImageCreated condition (kubeapi.md §4.1, §2.4).
+ *
+ * The image is regenerated only when its inputs change (the ignition's
+ * content, the OS image, the kernel arguments): a digest of them is kept in
+ * the hub's private image-state record, and the ISO URL (and createdTime)
+ * move only with it.  Labels and annotations are not inputs. */
+#include "hub-internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/log.h"
+#include "base/util.h"
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+struct text_render {
+	char *text;
+};
+
+static char *render_text(int64_t rev, size_t *ret_len, void *userdata)
+{
+	struct text_render *tr = userdata;
+	char *s = strdup(tr->text);
+
+	if (s)
+		*ret_len = strlen(s);
+	return s;
+}
+
+/* Read/modify the image-state record {token, digest, created, url}. */
+static json_t *imagestate_get(struct hub *h, const char *uid, int64_t *ret_rev)
+{
+	store_obj *so = NULL;
+	json_t *st = NULL;
+
+	*ret_rev = 0;
+	if (store_get(h->store, IMAGESTATE_RESOURCE, "", uid, &so) == 0) {
+		st = json_loadb(so->json, so->len, 0, NULL);
+		*ret_rev = so->rev;
+		store_obj_free(so);
+	}
+	return st ? st : json_object();
+}
+
+static int imagestate_put(struct hub *h, const char *uid, json_t *st, int64_t rev)
+{
+	struct text_render tr = { json_dumps(st, JSON_COMPACT) };
+	int r;
+
+	if (!tr.text)
+		return -ENOMEM;
+	if (rev)
+		r = store_update(h->store, IMAGESTATE_RESOURCE, "", uid, rev, render_text, &tr, NULL);
+	else
+		r = store_create(h->store, IMAGESTATE_RESOURCE, "", uid, render_text, &tr, NULL);
+	free(tr.text);
+	return r;
+}
+
+/* Build a conditionsv1 condition, keeping lastTransitionTime unless the
+ * status flips. */
+static json_t *condition(const json_t *old_conds, const char *type, const char *status,
+			 const char *reason, const char *message)
+{
+	const char *ltt = NULL;
+	char now[32];
+	json_t *c;
+	size_t i;
+
+	util_now_rfc3339(now, sizeof(now));
+	json_array_foreach(old_conds, i, c) {
+		if (jstr(c, "type") && strcmp(jstr(c, "type"), type) == 0 && jstr(c, "status") &&
+		    strcmp(jstr(c, "status"), status) == 0)
+			ltt = jstr(c, "lastTransitionTime");
+	}
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:n}", "type", type, "status", status, "reason", reason,
+			 "message", message, "lastTransitionTime", ltt ? ltt : now, "lastHeartbeatTime");
+}
+
+static void put_condition(json_t *status, json_t *cond)
+{
+	json_t *conds = json_object_get(status, "conditions"), *c, *out = json_array();
+	size_t i;
+	bool placed = false;
+
+	json_array_foreach(conds, i, c) {
+		if (strcmp(jstr(c, "type") ? jstr(c, "type") : "", jstr(cond, "type")) == 0) {
+			json_array_append(out, cond);
+			placed = true;
+		} else {
+			json_array_append(out, c);
+		}
+	}
+	if (!placed)
+		json_array_append(out, cond);
+	json_decref(cond);
+	json_object_set_new(status, "conditions", out);
+}
+
+static int patch_status(struct hub *h, const char *ns, const char *name, json_t *status)
+{
+	struct kube_opts o = { .status = true };
+	json_t *patch = json_pack("{s:O}", "status", status), *ret = NULL;
+	ah_err err;
+	int r = kube_patch(h->api, h->k_infraenv, ns, name, "application/merge-patch+json", patch, &o,
+			   &ret, &err);
+
+	if (r < 0 && r != -ENOENT)
+		log_warn("infraenv %s/%s: status update: %s", ns, name, err.message);
+	json_decref(patch);
+	json_decref(ret);
+	return r;
+}
+
+static int set_finalizer(struct hub *h, const json_t *ie, bool present)
+{
+	const json_t *meta = json_object_get(ie, "metadata");
+	json_t *fins = json_object_get(meta, "finalizers"), *f, *out = json_array(), *patch, *ret = NULL;
+	bool has = false;
+	ah_err err;
+	size_t i;
+	int r;
+
+	json_array_foreach(fins, i, f) {
+		if (json_string_value(f) && strcmp(json_string_value(f), FINALIZER_INFRAENV) == 0)
+			has = true;
+		else
+			json_array_append(out, f);
+	}
+	if (has == present) {
+		json_decref(out);
+		return 0;
+	}
+	if (present)
+		json_array_append_new(out, json_string(FINALIZER_INFRAENV));
+	/* The resourceVersion makes this a compare-and-swap on the list. */
+	patch = json_pack("{s:{s:o,s:O}}", "metadata", "finalizers", out, "resourceVersion",
+			  json_object_get(meta, "resourceVersion"));
+	r = kube_patch(h->api, h->k_infraenv, jstr(meta, "namespace"), jstr(meta, "name"),
+		       "application/merge-patch+json", patch, NULL, &ret, &err);
+	json_decref(patch);
+	json_decref(ret);
+	return r;
+}
+
+static void url_for(struct hub *h, char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void url_for(struct hub *h, char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(buf, size, "%s", h->service_url);
+
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < size)
+		vsnprintf(buf + n, size - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
+{
+	json_t *ie = NULL, *status, *old_status, *st = NULL;
+	const json_t *meta, *spec;
+	const char *uid, *ver, *arch;
+	const struct os_image *os;
+	char *ign = NULL, *token = NULL, digest[65] = "", buf[4096], now[32];
+	size_t len = 0;
+	int64_t strev = 0;
+	ah_err err;
+	int r;
+
+	ah_err_clear(&err);
+	if (kube_get(h->api, h->k_infraenv, ns, name, &ie, &err) < 0)
+		return 0;
+	meta = json_object_get(ie, "metadata");
+	spec = json_object_get(ie, "spec");
+	uid = jstr(meta, "uid");
+	if (jstr(meta, "deletionTimestamp")) {
+		/* Nothing to deregister: the hosts go with their Agents, which
+		 * the garbage collector removes through their owner reference. */
+		store_delete(h->store, IMAGESTATE_RESOURCE, "", uid, 0, render_text,
+			     &(struct text_render){ .text = "{}" }, NULL);
+		set_finalizer(h, ie, false);
+		json_decref(ie);
+		return 0;
+	}
+	if (set_finalizer(h, ie, true) < 0) {
+		json_decref(ie);
+		hub_enqueue(h, "infraenv", ns, name);
+		return 0;
+	}
+	old_status = json_object_get(ie, "status");
+	status = json_is_object(old_status) ? json_deep_copy(old_status) : json_object();
+	json_object_set_new(status, "agentLabelSelector",
+			    json_pack("{s:{s:s}}", "matchLabels", LABEL_INFRAENV, name));
+	ver = jstr(spec, "osImageVersion");
+	arch = jstr(spec, "cpuArchitecture");
+	os = hub_pick_os_image(h, ver, arch);
+	if (!os) {
+		r = ah_err_set(&err, ENOENT, 404, "NotFound", "Specified OSImageVersion is missing from AgentServiceConfig");
+	} else {
+		r = hub_build_ignition(h, ie, &ign, &len, digest, &err);
+	}
+	if (r == 0)
+		r = hub_infraenv_token(h, ie, &token, &err);
+	if (r < 0) {
+		char msg[AH_ERR_MSG_MAX + 64];
+		bool client = err.status >= 400 && err.status < 500;
+
+		snprintf(msg, sizeof(msg), client ? "Failed to create image: %s" :
+			 "Failed to create image due to an internal error: %s", err.message);
+		put_condition(status, condition(json_object_get(old_status, "conditions"), "ImageCreated",
+						"False", "ImageCreationError", msg));
+		json_object_del(status, "isoDownloadURL");
+		json_object_del(status, "createdTime");
+		if (!json_equal(status, old_status))
+			patch_status(h, ns, name, status);
+		json_decref(status);
+		json_decref(ie);
+		free(ign);
+		free(token);
+		return 0;
+	}
+	free(ign);
+	st = imagestate_get(h, uid, &strev);
+	util_now_rfc3339(now, sizeof(now));
+	if (!jstr(st, "digest") || strcmp(jstr(st, "digest"), digest) != 0) {
+		time_t last = 0;
+
+		/* Regeneration cooldown: a burst of edits yields one new image. */
+		if (jstr(st, "created") && util_parse_rfc3339(jstr(st, "created"), &last) == 0 &&
+		    time(NULL) - last < h->cfg.image_cooldown_s) {
+			json_decref(st);
+			json_decref(status);
+			json_decref(ie);
+			free(token);
+			hub_enqueue(h, "infraenv", ns, name);
+			return 0;
+		}
+		json_object_set_new(st, "digest", json_string(digest));
+		json_object_set_new(st, "created", json_string(now));
+		if (!jstr(st, "token"))
+			json_object_set_new(st, "token", json_string(token));
+		if (imagestate_put(h, uid, st, strev) < 0) {
+			json_decref(st);
+			json_decref(status);
+			json_decref(ie);
+			free(token);
+			hub_enqueue(h, "infraenv", ns, name);
+			return 0;
+		}
+	}
+	/* The digest's prefix in the URL makes a new image a new URL. */
+	url_for(h, buf, sizeof(buf), "/byapikey/%s/%s/%s/minimal.iso?digest=%.12s", token, os->openshift_version,
+		os->cpu_architecture, jstr(st, "digest"));
+	json_object_set_new(status, "isoDownloadURL", json_string(buf));
+	json_object_set_new(status, "createdTime", json_string(jstr(st, "created")));
+	{
+		json_t *ba = json_object();
+
+		url_for(h, buf, sizeof(buf), "/boot-artifacts/kernel?arch=%s&version=%s", os->cpu_architecture,
+			os->openshift_version);
+		json_object_set_new(ba, "kernel", json_string(buf));
+		url_for(h, buf, sizeof(buf), "/boot-artifacts/rootfs?arch=%s&version=%s", os->cpu_architecture,
+			os->openshift_version);
+		json_object_set_new(ba, "rootfs", json_string(buf));
+		url_for(h, buf, sizeof(buf), "/images/%s/pxe-initrd?api_key=%s&arch=%s&version=%s", uid, token,
+			os->cpu_architecture, os->openshift_version);
+		json_object_set_new(ba, "initrd", json_string(buf));
+		url_for(h, buf, sizeof(buf), API_PREFIX "/infra-envs/%s/downloads/files?api_key=%s&file_name=ipxe-script%s",
+			uid, token, jstr(spec, "ipxeScriptType") && strcmp(jstr(spec, "ipxeScriptType"), "BootOrderControl") == 0 ?
+			"&ipxe_script_type=boot-order-control" : "");
+		json_object_set_new(ba, "ipxeScript", json_string(buf));
+		url_for(h, buf, sizeof(buf), API_PREFIX "/infra-envs/%s/downloads/files?api_key=%s&file_name=discovery.ign",
+			uid, token);
+		json_object_set_new(ba, "discoveryIgnitionURL", json_string(buf));
+		json_object_set_new(status, "bootArtifacts", ba);
+	}
+	{
+		json_t *dbg = json_object_get(status, "debugInfo");
+
+		if (!json_is_object(dbg)) {
+			dbg = json_object();
+			json_object_set_new(status, "debugInfo", dbg);
+		}
+		url_for(h, buf, sizeof(buf), API_PREFIX "/events?api_key=%s&infra_env_id=%s", token, uid);
+		json_object_set_new(dbg, "eventsURL", json_string(buf));
+	}
+	put_condition(status, condition(json_object_get(old_status, "conditions"), "ImageCreated", "True",
+					"InfraEnvAvailable", "InfraEnv is available: Image has been created"));
+	if (!json_equal(status, old_status))
+		patch_status(h, ns, name, status);
+	json_decref(st);
+	json_decref(status);
+	json_decref(ie);
+	free(token);
+	return 0;
+}
