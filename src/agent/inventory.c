@@ -376,7 +376,7 @@ static json_t *one_disk(const char *root, const char *name, const char *mounts)
 	bool iso = false, mounted, odd;
 	const char *drive;
 
-	if (!d || !reasons || !elig) {
+	if (!name || !d || !reasons || !elig) {
 		json_decref(d);
 		json_decref(reasons);
 		json_decref(elig);

@@ -89,6 +89,8 @@ struct sim {
 	unsigned count[S_N];
 	unsigned long requests, errors;
 	struct curl_blob ca_blob;
+	CURL **pool; /* idle easy handles (at most max_inflight), reused across hosts */
+	unsigned npool;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -197,14 +199,17 @@ static int start_request(struct sim *s, struct host *h, enum req kind, const cha
 {
 	char hdr[256];
 
-	if (!h->easy) {
+	/* Handles (and their buffers) belong to request slots, not to hosts, so an idle
+	 * host costs only its struct. */
+	if (s->npool) {
+		h->easy = s->pool[--s->npool];
+		curl_easy_reset(h->easy);
+	} else {
 		h->easy = curl_easy_init();
 		if (!h->easy) {
 			free(body);
 			return -ENOMEM;
 		}
-	} else {
-		curl_easy_reset(h->easy);
 	}
 	strbuf_reset(&h->resp);
 	h->body = body;
@@ -242,6 +247,8 @@ static int start_request(struct sim *s, struct host *h, enum req kind, const cha
 		h->hdrs = NULL;
 		free(h->body);
 		h->body = NULL;
+		curl_easy_cleanup(h->easy);
+		h->easy = NULL;
 		return -EIO;
 	}
 	h->busy = true;
@@ -429,6 +436,11 @@ static void on_done(struct sim *s, struct host *h, CURLcode cc)
 
 	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &code);
 	curl_multi_remove_handle(s->multi, h->easy);
+	if (s->npool < s->o->max_inflight)
+		s->pool[s->npool++] = h->easy;
+	else
+		curl_easy_cleanup(h->easy);
+	h->easy = NULL;
 	curl_slist_free_all(h->hdrs);
 	h->hdrs = NULL;
 	free(h->body);
@@ -514,6 +526,8 @@ static void on_done(struct sim *s, struct host *h, CURLcode cc)
 		break;
 	}
 	h->req = REQ_NONE;
+	strbuf_release(&h->resp);
+	strbuf_init(&h->resp, RESP_MAX);
 	if (h->pending)
 		make_ready(s, h, 0);
 }
@@ -629,6 +643,9 @@ static void sim_release(struct sim *s)
 			json_decref(h->steps);
 		}
 	}
+	for (unsigned i = 0; i < s->npool; i++)
+		curl_easy_cleanup(s->pool[i]);
+	free(s->pool);
 	if (s->multi)
 		curl_multi_cleanup(s->multi);
 	free(s->hosts);
@@ -674,8 +691,9 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 	}
 	s.hosts = calloc(o->hosts, sizeof(*s.hosts));
 	s.fifo = calloc(o->hosts, sizeof(*s.fifo));
+	s.pool = calloc(o->max_inflight, sizeof(*s.pool));
 	s.multi = curl_multi_init();
-	if (!s.hosts || !s.fifo || !s.multi) {
+	if (!s.hosts || !s.fifo || !s.pool || !s.multi) {
 		r = ah_err_set(err, ENOMEM, 0, "", "out of memory");
 		goto out;
 	}
