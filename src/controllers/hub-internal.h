@@ -64,6 +64,12 @@ int hub_reconcile_agent(struct hub *h, const char *ns, const char *name);
 /* The Agent is gone: drop what this process kept about its host. */
 void hub_forget_host(struct hub *h, const char *ns, const char *name);
 
+/* Store writes of a fixed text (the hub's private records). */
+struct text_render {
+	char *text;
+};
+char *hub_render_text(int64_t rev, size_t *ret_len, void *userdata);
+
 /* Lookups and tokens (hub.c). */
 int hub_find_infraenv(struct hub *h, const char *infra_env_id, json_t **ret);
 const struct os_image *hub_pick_os_image(struct hub *h, const char *version, const char *arch);

@@ -199,11 +199,7 @@ int hub_find_infraenv(struct hub *h, const char *infra_env_id, json_t **ret)
 
 /* --- the per-InfraEnv image state (token, digest) --------------------------- */
 
-struct text_render {
-	char *text;
-};
-
-static char *render_text(int64_t rev, size_t *ret_len, void *userdata)
+char *hub_render_text(int64_t rev, size_t *ret_len, void *userdata)
 {
 	struct text_render *tr = userdata;
 	char *s = strdup(tr->text);
@@ -248,7 +244,7 @@ int hub_infraenv_token(struct hub *h, const json_t *infraenv, char **ret, ah_err
 	{
 		struct text_render tr = { text };
 
-		r = store_create(h->store, IMAGESTATE_RESOURCE, "", uid, render_text, &tr, NULL);
+		r = store_create(h->store, IMAGESTATE_RESOURCE, "", uid, hub_render_text, &tr, NULL);
 	}
 	free(text);
 	if (r == -EEXIST) {

@@ -21,20 +21,6 @@ static const char *jstr(const json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
-struct text_render {
-	char *text;
-};
-
-static char *render_text(int64_t rev, size_t *ret_len, void *userdata)
-{
-	struct text_render *tr = userdata;
-	char *s = strdup(tr->text);
-
-	if (s)
-		*ret_len = strlen(s);
-	return s;
-}
-
 /* Read/modify the image-state record {token, digest, created, url}. */
 static json_t *imagestate_get(struct hub *h, const char *uid, int64_t *ret_rev)
 {
@@ -58,9 +44,9 @@ static int imagestate_put(struct hub *h, const char *uid, json_t *st, int64_t re
 	if (!tr.text)
 		return -ENOMEM;
 	if (rev)
-		r = store_update(h->store, IMAGESTATE_RESOURCE, "", uid, rev, render_text, &tr, NULL);
+		r = store_update(h->store, IMAGESTATE_RESOURCE, "", uid, rev, hub_render_text, &tr, NULL);
 	else
-		r = store_create(h->store, IMAGESTATE_RESOURCE, "", uid, render_text, &tr, NULL);
+		r = store_create(h->store, IMAGESTATE_RESOURCE, "", uid, hub_render_text, &tr, NULL);
 	free(tr.text);
 	return r;
 }
@@ -185,7 +171,7 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 	if (jstr(meta, "deletionTimestamp")) {
 		/* Nothing to deregister: the hosts go with their Agents, which
 		 * the garbage collector removes through their owner reference. */
-		store_delete(h->store, IMAGESTATE_RESOURCE, "", uid, 0, render_text,
+		store_delete(h->store, IMAGESTATE_RESOURCE, "", uid, 0, hub_render_text,
 			     &(struct text_render){ .text = "{}" }, NULL);
 		set_finalizer(h, ie, false);
 		json_decref(ie);
