@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/gofmt.h"
 #include "base/strbuf.h"
 
 /* ---------------------------------------------------------------------------
@@ -174,100 +175,6 @@ static double dabs(double v)
  * Go-style value printing.  The API server builds messages with fmt; these
  * reproduce the few verbs it uses on JSON values. */
 
-/* Shortest decimal digits that round-trip (strconv precision -1): the value is
- * 0.<digits> x 10^dp.  Returns the digit count; v must be finite and != 0. */
-static int shortest_digits(double v, char digits[32], int *ret_dp)
-{
-	char buf[48];
-	int prec;
-
-	for (prec = 1; prec <= 17; prec++) {
-		snprintf(buf, sizeof(buf), "%.*e", prec - 1, dabs(v));
-		if (strtod(buf, NULL) == dabs(v))
-			break;
-	}
-	{
-		char *e = strchr(buf, 'e');
-		int nd = 0;
-		const char *q;
-
-		for (q = buf; q < e; q++)
-			if (*q >= '0' && *q <= '9')
-				digits[nd++] = *q;
-		while (nd > 1 && digits[nd - 1] == '0')
-			nd--;
-		digits[nd] = '\0';
-		*ret_dp = atoi(e + 1) + 1;
-		return nd;
-	}
-}
-
-static void go_fmt_e(strbuf *sb, const char *digits, int nd, int dp)
-{
-	int exp = dp - 1;
-
-	strbuf_addch(sb, digits[0]);
-	if (nd > 1) {
-		strbuf_addch(sb, '.');
-		strbuf_add(sb, digits + 1, nd - 1);
-	}
-	strbuf_addf(sb, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-}
-
-static void go_fmt_f(strbuf *sb, const char *digits, int nd, int dp)
-{
-	int i;
-
-	if (dp <= 0) {
-		strbuf_adds(sb, "0.");
-		for (i = dp; i < 0; i++)
-			strbuf_addch(sb, '0');
-		strbuf_add(sb, digits, nd);
-		return;
-	}
-	for (i = 0; i < dp; i++)
-		strbuf_addch(sb, i < nd ? digits[i] : '0');
-	if (nd > dp) {
-		strbuf_addch(sb, '.');
-		strbuf_add(sb, digits + dp, nd - dp);
-	}
-}
-
-static bool go_float_special(strbuf *sb, double v)
-{
-	if (isnan(v)) {
-		strbuf_adds(sb, "NaN");
-		return true;
-	}
-	if (isinf(v)) {
-		strbuf_adds(sb, v > 0 ? "+Inf" : "-Inf");
-		return true;
-	}
-	if (v == 0) {
-		strbuf_adds(sb, signbit(v) ? "-0" : "0");
-		return true;
-	}
-	return false;
-}
-
-/* fmt's %v of a float64: %g with the shortest precision, which switches to
- * the exponent form from 1e+06 on ("1e+06", "1.5", "0.0001", "1e-05"). */
-static void go_float_v(strbuf *sb, double v)
-{
-	char digits[32];
-	int nd, dp;
-
-	if (go_float_special(sb, v))
-		return;
-	if (v < 0)
-		strbuf_addch(sb, '-');
-	nd = shortest_digits(v, digits, &dp);
-	if (dp - 1 < -4 || dp - 1 >= 6)
-		go_fmt_e(sb, digits, nd, dp);
-	else
-		go_fmt_f(sb, digits, nd, dp);
-}
-
 /* encoding/json's float64: plain decimal between 1e-6 and 1e21, else the
  * exponent form with "e-07" shortened to "e-7". */
 static void go_float_json(strbuf *sb, double v)
@@ -281,7 +188,7 @@ static void go_float_json(strbuf *sb, double v)
 	}
 	if (v < 0)
 		strbuf_addch(sb, '-');
-	nd = shortest_digits(v, digits, &dp);
+	nd = gofmt_shortest_digits(v, digits, &dp);
 	if (dabs(v) < 1e-6 || dabs(v) >= 1e21) {
 		int exp = dp - 1;
 
@@ -292,7 +199,7 @@ static void go_float_json(strbuf *sb, double v)
 		}
 		strbuf_addf(sb, "e%c%d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
 	} else {
-		go_fmt_f(sb, digits, nd, dp);
+		gofmt_f(sb, digits, nd, dp);
 	}
 }
 
@@ -427,7 +334,7 @@ static void go_sharpv(strbuf *sb, const json_t *v, bool in_interface)
 		strbuf_addf(sb, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 		break;
 	case JSON_REAL:
-		go_float_v(sb, json_real_value(v));
+		gofmt_float_v(sb, json_real_value(v));
 		break;
 	case JSON_TRUE:
 		strbuf_adds(sb, "true");
@@ -560,7 +467,7 @@ static void go_badvalue(strbuf *sb, const json_t *v)
 		go_quote(sb, json_string_value(v), json_string_length(v));
 		break;
 	case JSON_REAL:
-		go_float_v(sb, json_real_value(v));
+		gofmt_float_v(sb, json_real_value(v));
 		break;
 	default:
 		go_sharpv(sb, v, false);
@@ -1803,7 +1710,7 @@ static void validate_number(struct vctx *c, const json_t *s, const json_t *v)
 
 				/* A factor below 1 would divide by zero in Go;
 				 * check it as a float instead. */
-				go_float_v(&fs, mult);
+				gofmt_float_v(&fs, mult);
 				invalid_in_body(c, v, "should be a multiple of %s", fs.buf);
 				strbuf_release(&fs);
 			}
@@ -1830,7 +1737,7 @@ static void validate_number(struct vctx *c, const json_t *s, const json_t *v)
 			double q = mult < 1 ? 1 / mult * d : d / mult;
 
 			if (!float_is_json_integer(q)) {
-				go_float_v(&fs, mult);
+				gofmt_float_v(&fs, mult);
 				invalid_in_body(c, v, "should be a multiple of %s", fs.buf);
 				strbuf_reset(&fs);
 			}
@@ -1838,7 +1745,7 @@ static void validate_number(struct vctx *c, const json_t *s, const json_t *v)
 		if (snum(s, "minimum", &lim)) {
 			excl = sflag(s, "exclusiveMinimum");
 			if (excl ? d <= lim : d < lim) {
-				go_float_v(&fs, lim);
+				gofmt_float_v(&fs, lim);
 				invalid_in_body(c, v, "should be greater than %s%s",
 						excl ? "" : "or equal to ", fs.buf);
 				strbuf_reset(&fs);
@@ -1847,7 +1754,7 @@ static void validate_number(struct vctx *c, const json_t *s, const json_t *v)
 		if (snum(s, "maximum", &lim)) {
 			excl = sflag(s, "exclusiveMaximum");
 			if (excl ? d >= lim : d > lim) {
-				go_float_v(&fs, lim);
+				gofmt_float_v(&fs, lim);
 				invalid_in_body(c, v, "should be less than %s%s",
 						excl ? "" : "or equal to ", fs.buf);
 				strbuf_reset(&fs);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/gofmt.h"
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "kube/jsonpath.h"
@@ -236,66 +237,6 @@ void table_human_duration(long long s, char *buf, size_t size)
 	}
 }
 
-/* Go's %v of a float64 (shortest digits, exponent form from 1e+06 on and
- * below 1e-04), which client-go's jsonpath uses to print numbers. */
-static void go_float(strbuf *sb, double v)
-{
-	char buf[40], digits[24];
-	int prec, nd = 0, dp, exp, i;
-	char *e;
-	const char *q;
-
-	if (v != v) {
-		strbuf_adds(sb, "NaN");
-		return;
-	}
-	if (v > 1.7976931348623157e308 || v < -1.7976931348623157e308) {
-		strbuf_adds(sb, v > 0 ? "+Inf" : "-Inf");
-		return;
-	}
-	if (v == 0) {
-		strbuf_addch(sb, '0');
-		return;
-	}
-	if (v < 0) {
-		strbuf_addch(sb, '-');
-		v = -v;
-	}
-	for (prec = 1; prec <= 17; prec++) {
-		snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
-		if (strtod(buf, NULL) == v)
-			break;
-	}
-	e = strchr(buf, 'e');
-	for (q = buf; q < e; q++)
-		if (*q != '.')
-			digits[nd++] = *q;
-	while (nd > 1 && digits[nd - 1] == '0')
-		nd--;
-	exp = atoi(e + 1);
-	dp = exp + 1;
-	if (exp < -4 || exp >= 6) {
-		strbuf_addch(sb, digits[0]);
-		if (nd > 1) {
-			strbuf_addch(sb, '.');
-			strbuf_add(sb, digits + 1, (size_t)nd - 1);
-		}
-		strbuf_addf(sb, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-	} else if (dp <= 0) {
-		strbuf_adds(sb, "0.");
-		for (i = dp; i < 0; i++)
-			strbuf_addch(sb, '0');
-		strbuf_add(sb, digits, (size_t)nd);
-	} else {
-		for (i = 0; i < dp; i++)
-			strbuf_addch(sb, i < nd ? digits[i] : '0');
-		if (nd > dp) {
-			strbuf_addch(sb, '.');
-			strbuf_add(sb, digits + dp, (size_t)(nd - dp));
-		}
-	}
-}
-
 static int cmp_cstr(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -315,7 +256,7 @@ static void go_print(strbuf *sb, const json_t *v)
 		strbuf_addf(sb, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 		break;
 	case JSON_REAL:
-		go_float(sb, json_real_value(v));
+		gofmt_float_v(sb, json_real_value(v));
 		break;
 	case JSON_TRUE:
 		strbuf_adds(sb, "true");
