@@ -37,6 +37,8 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/coreos" "$stage/images/pxeboot" "$stage/EFI/fedora" "$stage/isolinux"
 
 # A placeholder file: a text banner then a repeated pattern, `size` bytes.
+# Written whole and then truncated: cutting a pipe short with `head` would
+# kill the writer with SIGPIPE, which `pipefail` turns into a random failure.
 placeholder() { # path label size
 	local path=$1 label=$2 size=$3
 	{
@@ -47,7 +49,8 @@ placeholder() { # path label size
 				"${label:0:8}" $i
 			i=$((i + 1))
 		done
-	} | head -c "$size" >"$path"
+	} >"$path"
+	truncate -s "$size" "$path"
 }
 
 # One newc cpio entry for a regular file or directory, written to stdout.
