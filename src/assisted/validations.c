@@ -471,14 +471,38 @@ static const char *const forbidden_hostnames[] = { "localhost", "localhost.local
 						   "localhost4.localdomain4", "localhost6",
 						   "localhost6.localdomain6", NULL };
 
+static bool stage_in(const char *stage, const char *const *list)
+{
+	for (; *list; list++)
+		if (!strcmp(stage, *list))
+			return true;
+	return false;
+}
+
+/* Stages after the host rebooted into the installed system: the agent is
+ * gone, so its connection is no longer judged or shown (§3.1). */
+static const char *const stages_after_reboot[] = { "Rebooting", "Waiting for ignition", "Configuring", "Joined",
+						   "Done", NULL };
+/* Stages of the bootstrap host before its reboot: the agent still reports. */
+static const char *const bootstrap_stages_before_reboot[] = { "Starting installation", "Waiting for control plane",
+							      "Waiting for bootkube", "Installing",
+							      "Writing image to disk", "Waiting for controller",
+							      NULL };
+
 static void v_connection(struct vctx *v)
 {
 	int64_t to = v->c->disconnect_timeout_s > 0 ? v->c->disconnect_timeout_s : 180;
 	int64_t at = iget(v->host, "checked_in_at");
+	const char *stage = sget(json_object_get(v->host, "progress"), "current_stage");
 
 	if (json_is_true(json_object_get(v->host, "bootstrap")))
 		to += 120;
-	if (at == 0 || v->c->now - at <= to)
+	if (*stage && stage_in(stage, stages_after_reboot)) {
+		put(v, "connected", NET, SUPPRESS, "%s", "");
+		put(v, "media-connected", NET, SUPPRESS, "%s", "");
+		return;
+	}
+	if (at == 0 || v->c->now - at <= to || (*stage && !stage_in(stage, bootstrap_stages_before_reboot)))
 		put(v, "connected", NET, "success", "Host is connected");
 	else
 		put(v, "connected", NET, "failure", "Host is disconnected");

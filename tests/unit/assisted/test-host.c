@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "assisted/host.h"
+#include "assisted/progress.h"
 #include "assisted/validations.h"
 
 #define NOW 1700000000
@@ -228,7 +229,7 @@ static const struct refresh_row refresh_rows[] = {
 	  1, NULL, "discovering", HOST_INFO_DISCOVERING, 0 },
 	{ "#33 error stays", "error", true, "{\"status_info\":\"boom\"}", 1, NULL, "error", "boom", 0 },
 	{ "#33 cancelled stays", "cancelled", true, "{\"status_info\":\"x\"}", 1, NULL, "cancelled", "x", 0 },
-	{ "out of scope", "installing", true, NULL, 1, NULL, NULL, NULL, -EOPNOTSUPP },
+	{ "out of scope: disabled is dead", "disabled", true, NULL, 1, NULL, NULL, NULL, -EOPNOTSUPP },
 	{ "P4 binding stays", "binding", true, "{\"status_info\":\"" HOST_INFO_BINDING "\"}", 1, NULL, "binding",
 	  HOST_INFO_BINDING, 0 },
 	{ "P4 unbinding stays", "unbinding", true, "{\"cluster_id\":\"\",\"status_info\":\"" HOST_INFO_UNBINDING "\"}", 0,
@@ -323,6 +324,623 @@ static void test_refresh_changed(void **state)
 	json_decref(h);
 }
 
+/* ---- RefreshHost, installation-phase rules (§1.4 #1-#25, #32-#35) ---- */
+
+#define AGO(s) (NOW - (s))
+#define DS_OK "\"disks_info\":{\"/dev/disk/by-id/wwn-1\":{\"disk_speed\":{\"tested\":true,\"exit_code\":0}}}"
+#define DS_BAD "\"disks_info\":{\"/dev/disk/by-id/wwn-1\":{\"disk_speed\":{\"tested\":true,\"exit_code\":1}}}"
+#define IM_OK "\"images_status\":{\"quay.io/rel\":{\"name\":\"quay.io/rel\",\"result\":\"success\"}}"
+#define IM_BAD "\"images_status\":{\"quay.io/rel\":{\"name\":\"quay.io/rel\",\"result\":\"failure\"}}"
+#define STALE "\"checked_in_at\":1699999000"
+
+struct irow {
+	const char *name;
+	const char *from;
+	const char *patch;         /* merged over the host (with inventory) */
+	const char *cluster_patch; /* merged over CLUSTER */
+	bool soft;                 /* ENABLE_SOFT_TIMEOUTS and org_soft_timeouts_enabled */
+	const char *to;
+	const char *info;          /* NULL: not checked; exact otherwise */
+	const char *rule;          /* the matched rule, "" = none */
+	const char *upd;           /* expected ret.updates (JSON), NULL = {} */
+	const char *others;        /* the other hosts of the cluster (JSON array), NULL = none */
+};
+
+static const struct irow install_rows[] = {
+	{ "#1 reclaim timed out", "reclaiming", "{\"status_updated_at\":%d}", NULL, false,
+	  "unbinding-pending-user-action", HOST_INFO_UNBINDING, "#1", NULL, NULL },
+	{ "#35 reclaiming within the hour", "reclaiming-rebooting", "{\"status_info\":\"r\",\"status_updated_at\":1699999400}", NULL,
+	  false, "reclaiming-rebooting", "r", "#35", NULL, NULL },
+	{ "#3 prepared: disk measured, images pulled", "preparing-for-installation",
+	  "{\"role\":\"master\"," DS_OK "," IM_OK "}", "{\"status\":\"preparing-for-installation\"}", false,
+	  "preparing-successful", HOST_INFO_PREPARING_SUCCESSFUL, "#3",
+	  "{\"logs_info\":\"\",\"logs_started_at\":0,\"logs_collected_at\":0}", NULL },
+	{ "#3 prepared: partitions saved, no measurement", "preparing-for-installation",
+	  "{\"role\":\"worker\",\"installer_args\":\"[\\\"--save-partindex\\\",\\\"5\\\"]\"," IM_OK "}",
+	  "{\"status\":\"preparing-for-installation\"}", false, "preparing-successful", HOST_INFO_PREPARING_SUCCESSFUL,
+	  "#3", "{\"logs_info\":\"\",\"logs_started_at\":0,\"logs_collected_at\":0}", NULL },
+	{ "#4 preparing-successful waits for the cluster", "preparing-successful",
+	  "{\"status_info\":\"" HOST_INFO_PREPARING_SUCCESSFUL "\"}", "{\"status\":\"preparing-for-installation\"}", false,
+	  "preparing-successful", HOST_INFO_PREPARING_SUCCESSFUL, "#4", NULL, NULL },
+	{ "#5 cluster installing", "preparing-successful", NULL, "{\"status\":\"installing\"}", false, "installing",
+	  HOST_INFO_INSTALLING, "#5", NULL, NULL },
+	{ "#6 cluster left preparation", "preparing-for-installation", "{\"role\":\"master\"}", "{\"status\":\"ready\"}",
+	  false, "known", HOST_INFO_KNOWN, "#6", NULL, NULL },
+	{ "#7 preparing, slow disk", "preparing-for-installation", "{" DS_BAD "}",
+	  "{\"status\":\"preparing-for-installation\"}", false, "insufficient",
+	  "Host cannot be installed due to following failing validation(s): While preparing the previous installation the installation disk speed measurement failed or was found to be insufficient",
+	  "#7", NULL, NULL },
+	{ "#7 preparing-failed, slow disk", "preparing-failed", "{" DS_BAD "}", "{\"status\":\"ready\"}", false,
+	  "insufficient", NULL, "#7", NULL, NULL },
+	{ "#8 preparation timed out: disk and images", "preparing-for-installation", "{\"status_updated_at\":%d}",
+	  "{\"status\":\"preparing-for-installation\"}", false, "preparing-failed",
+	  "The host has encountered a preparation timeout, the following conditions failed: the installation disk speed check did not complete within the timeout. container availability was not determined within the timeout.",
+	  "#8", NULL, NULL },
+	{ "#8 preparation timed out: images only", "preparing-for-installation", "{\"status_updated_at\":%d," DS_OK "}",
+	  "{\"status\":\"preparing-for-installation\"}", false, "preparing-failed",
+	  "The host has encountered a preparation timeout, the following conditions failed: container availability was not determined within the timeout.",
+	  "#8", NULL, NULL },
+	{ "#9 images failed", "preparing-for-installation", "{" IM_BAD "}", "{\"status\":\"preparing-for-installation\"}",
+	  false, "preparing-failed",
+	  "Host failed to prepare for installation due to following failing validation(s): Failed to fetch container images needed for installation from quay.io/rel. This may be due to a network hiccup. Retry to install again. If this problem persists, check your network settings to make sure you\xe2\x80\x99re not blocked.",
+	  "#9", NULL, NULL },
+	{ "#10 still preparing", "preparing-for-installation", "{\"status_info\":\"" HOST_INFO_PREPARING "\"}",
+	  "{\"status\":\"preparing-for-installation\"}", false, "preparing-for-installation", HOST_INFO_PREPARING, "#10",
+	  NULL, NULL },
+	{ "#11 preparing-failed, cluster back to ready", "preparing-failed", NULL, "{\"status\":\"ready\"}", false, "known",
+	  HOST_INFO_KNOWN, "#11", NULL, NULL },
+	{ "#12 preparing-successful, cluster back to ready", "preparing-successful", NULL, "{\"status\":\"ready\"}", false,
+	  "known", HOST_INFO_KNOWN, "#12", NULL, NULL },
+	{ "#13 preparing-failed disconnected", "preparing-failed", "{" STALE "}", "{\"status\":\"ready\"}", false,
+	  "disconnected", HOST_INFO_DISCONNECTED, "#13", NULL, NULL },
+	{ "#14 installing, cluster error", "installing", NULL, "{\"status\":\"error\"}", false, "error",
+	  HOST_INFO_ABORTING_DUE_CLUSTER_ERRORS, "#14", NULL, NULL },
+	{ "#14 installed, cluster error", "installed", NULL, "{\"status\":\"error\"}", false, "error",
+	  HOST_INFO_ABORTING_DUE_CLUSTER_ERRORS, "#14", NULL, NULL },
+	{ "#14 pending user action, cluster error", "installing-pending-user-action", NULL, "{\"status\":\"error\"}", false,
+	  "error", HOST_INFO_ABORTING_DUE_CLUSTER_ERRORS, "#14", NULL, NULL },
+	{ "#14 resetting-pending-user-action, cluster error", "resetting-pending-user-action", NULL,
+	  "{\"status\":\"error\"}", false, "error", HOST_INFO_ABORTING_DUE_CLUSTER_ERRORS, "#14", NULL, NULL },
+	{ "#14 not for day-2: no rule", "installing-in-progress",
+	  "{\"kind\":\"AddToExistingClusterHost\",\"status_info\":\"Installing\"}", "{\"status\":\"error\"}", false,
+	  "installing-in-progress", "Installing", "", NULL, NULL },
+	{ "#15 installing for over 20 minutes", "installing", "{\"status_updated_at\":%d}", "{\"status\":\"installing\"}",
+	  false, "error", HOST_INFO_INSTALLATION_TIMED_OUT, "#15", NULL, NULL },
+	{ "#16 preparing disconnected", "preparing-for-installation", "{" STALE "}",
+	  "{\"status\":\"preparing-for-installation\"}", false, "disconnected", HOST_INFO_DISCONNECTED, "#16", NULL, NULL },
+	{ "#16 preparing-successful, media gone", "preparing-successful", "{\"media_status\":\"disconnected\"}",
+	  "{\"status\":\"installing\"}", false, "disconnected", HOST_INFO_MEDIA_DISCONNECTED, "#16", NULL, NULL },
+	{ "#17 agent lost before the reboot", "installing-in-progress",
+	  "{" STALE ",\"progress\":{\"current_stage\":\"Writing image to disk\",\"stage_updated_at\":1699999900}}",
+	  "{\"status\":\"installing\"}", false, "error", HOST_INFO_CONNECTION_TIMED_OUT_INSTALLING, "#17", NULL, NULL },
+	{ "#17 not after the reboot", "installing-in-progress",
+	  "{" STALE ",\"status_info\":\"Configuring\",\"progress\":{\"current_stage\":\"Configuring\",\"stage_updated_at\":1699999900}}",
+	  "{\"status\":\"installing\"}", false, "installing-in-progress", "Configuring", "#25", NULL, NULL },
+	{ "#18 soft: flag the lost connection", "installing-in-progress",
+	  "{" STALE ",\"progress\":{\"current_stage\":\"Installing\",\"stage_updated_at\":1699999900}}",
+	  "{\"status\":\"installing\"}", true, "installing-in-progress", NULL, "#18", "{\"connection_timed_out\":true}", NULL },
+	{ "#19 soft: connection back", "installing-in-progress",
+	  "{\"connection_timed_out\":true,\"progress\":{\"current_stage\":\"Installing\",\"stage_updated_at\":1699999900}}",
+	  "{\"status\":\"installing\"}", true, "installing-in-progress", NULL, "#19", "{\"connection_timed_out\":false}", NULL },
+	{ "#20 waiting for the user: stage clock held", "installing-in-progress",
+	  "{\"progress\":{\"current_stage\":\"Rebooting\",\"stage_updated_at\":%d}}",
+	  "{\"status\":\"installing-pending-user-action\"}", false, "installing-in-progress", NULL, "#20",
+	  "{\"progress\":{\"current_stage\":\"Rebooting\",\"stage_updated_at\":1700000000}}", NULL },
+	{ "#21 stage timed out", "installing-in-progress",
+	  "{\"progress\":{\"current_stage\":\"Installing\",\"stage_updated_at\":%d}}", "{\"status\":\"installing\"}", false,
+	  "error", "Host failed to install because its installation stage Installing took longer than expected 1h0m0s",
+	  "#21", NULL, NULL },
+	{ "#21 writing image not progressing", "installing-in-progress",
+	  "{\"progress\":{\"current_stage\":\"Writing image to disk\",\"stage_updated_at\":%d}}",
+	  "{\"status\":\"installing\"}", false, "error",
+	  "Host failed to install because its installation stage Writing image to disk did not sufficiently progress in the last 30m0s.",
+	  "#21", NULL, NULL },
+	{ "#21 copying registry data not progressing", "installing-in-progress",
+	  "{\"progress\":{\"current_stage\":\"Copying registry data to disk\",\"stage_updated_at\":%d}}",
+	  "{\"status\":\"installing\"}", false, "error",
+	  "Host failed to install because its installation stage Copying registry data to disk did not sufficiently progress in the last 1h30m0s.",
+	  "#21", NULL, NULL },
+	{ "#22 soft: stage timed out, keep going", "installing-in-progress",
+	  "{\"progress\":{\"current_stage\":\"Configuring\",\"stage_updated_at\":%d}}", "{\"status\":\"installing\"}", true,
+	  "installing-in-progress", NULL, "#22",
+	  "{\"progress\":{\"current_stage\":\"Configuring\",\"stage_updated_at\":%d,\"stage_timed_out\":true}}", NULL },
+	{ "#23 reboot timed out", "installing-in-progress",
+	  "{\"progress\":{\"current_stage\":\"Rebooting\",\"stage_updated_at\":%d}}", "{\"status\":\"installing\"}", false,
+	  "installing-pending-user-action",
+	  "Host timed out when pulling the configuration files. Verify in the host console that the host boots from the OpenShift installation disk (sda, /dev/disk/by-id/wwn-1) and has network access to the cluster API. The installation will resume after the host successfully boots and can access the cluster API",
+	  "#23", NULL, NULL },
+	{ "#23 not yet: SNO reboot has 80 minutes", "installing-in-progress",
+	  "{\"status_info\":\"Rebooting\",\"progress\":{\"current_stage\":\"Rebooting\",\"stage_updated_at\":1699997000}}",
+	  "{\"status\":\"installing\",\"control_plane_count\":1}", false, "installing-in-progress", "Rebooting", "#25",
+	  NULL, NULL },
+	{ "#23 multi-node reboot after 50 minutes", "installing-in-progress",
+	  "{\"progress\":{\"current_stage\":\"Rebooting\",\"stage_updated_at\":1699997000}}",
+	  "{\"status\":\"installing\"}", false, "installing-pending-user-action", NULL, "#23", NULL, NULL },
+	{ "#24 pending user action too long, cluster has enough", "installing-pending-user-action",
+	  "{\"role\":\"worker\",\"status_info\":\"x\",\"status_updated_at\":%d}", "{\"status\":\"finalizing\",\"control_plane_count\":1}",
+	  false, "error", "x", "#24", NULL,
+	  "[{\"id\":\"h2\",\"role\":\"master\",\"bootstrap\":true,\"status\":\"installed\"}]" },
+	{ "#24 not while the cluster lacks it", "installing-pending-user-action",
+	  "{\"role\":\"master\",\"status_info\":\"x\",\"status_updated_at\":%d}",
+	  "{\"status\":\"installing-pending-user-action\"}", false, "installing-pending-user-action", "x", "#25", NULL,
+	  "[{\"id\":\"h2\",\"role\":\"master\",\"status\":\"installed\"},{\"id\":\"h3\",\"role\":\"master\",\"status\":\"installed\"}]" },
+	{ "#25 pending user action, cluster lacks masters", "installing-pending-user-action",
+	  "{\"role\":\"master\",\"status_info\":\"x\",\"status_updated_at\":%d}", "{\"status\":\"installing\"}", false,
+	  "installing-pending-user-action", "x", "#25", NULL, NULL },
+	{ "#25 installing, fresh", "installing", "{\"status_info\":\"" HOST_INFO_INSTALLING "\"}",
+	  "{\"status\":\"installing\"}", false, "installing", HOST_INFO_INSTALLING, "#25", NULL, NULL },
+	{ "#25 installed", "installed", "{\"status_info\":\"Done\"}", "{\"status\":\"installed\"}", false, "installed",
+	  "Done", "#25", NULL, NULL },
+	{ "#32 error, logs never came", "error", "{\"status_info\":\"boom\",\"status_updated_at\":%d}", NULL, false, "error",
+	  "boom", "#32", "{\"logs_info\":\"timeout\"}", NULL },
+	{ "#32 cancelled, log collection stalled", "cancelled",
+	  "{\"status_info\":\"c\",\"logs_info\":\"requested\",\"logs_started_at\":%d}", NULL, false, "cancelled", "c", "#32",
+	  "{\"logs_info\":\"timeout\"}", NULL },
+	{ "#33 error, logs collected", "error", "{\"status_info\":\"boom\",\"logs_info\":\"completed\",\"status_updated_at\":%d}",
+	  NULL, false, "error", "boom", "#33", NULL, NULL },
+	{ "#34 added-to-existing-cluster", "added-to-existing-cluster",
+	  "{\"kind\":\"AddToExistingClusterHost\",\"status_info\":\"d\"}", "{\"status\":\"adding-hosts\"}", false,
+	  "added-to-existing-cluster", "d", "#34", NULL, NULL },
+};
+
+/* Every %d in a patch is "a long time ago" (2 days before NOW). */
+static json_t *ipatch(const char *fmt)
+{
+	char buf[2048];
+	json_t *p;
+
+	snprintf(buf, sizeof(buf), fmt, (int)AGO(2 * 86400), (int)AGO(2 * 86400));
+	p = json_loads(buf, 0, NULL);
+	if (!p)
+		fail_msg("bad patch %s", buf);
+	return p;
+}
+
+static void test_refresh_install(void **state)
+{
+	for (size_t i = 0; i < sizeof(install_rows) / sizeof(install_rows[0]); i++) {
+		const struct irow *r = &install_rows[i];
+		json_t *h = mkhost(r->from, true, NULL), *cl = json_loads(CLUSTER, 0, NULL), *hosts, *want;
+		struct host_timeouts t;
+		struct host_refresh_ctx ctx = { .now = NOW };
+		struct host_refresh_result res;
+		json_t *p;
+
+		if (r->patch) {
+			p = ipatch(r->patch);
+			json_object_update(h, p);
+			json_decref(p);
+		}
+		if (r->cluster_patch) {
+			p = ipatch(r->cluster_patch);
+			json_object_update(cl, p);
+			json_decref(p);
+		}
+		host_timeouts_init(&t);
+		t.soft = r->soft;
+		json_object_set_new(cl, "org_soft_timeouts_enabled", json_boolean(r->soft));
+		hosts = json_pack("[O]", h);
+		if (r->others) {
+			p = json_loads(r->others, 0, NULL);
+			assert_non_null(p);
+			json_array_extend(hosts, p);
+			json_decref(p);
+		}
+		ctx.cluster = cl;
+		ctx.cluster_hosts = hosts;
+		ctx.timeouts = &t;
+		if (host_refresh(h, &ctx, &res) != 0)
+			fail_msg("%s: refresh failed", r->name);
+		if (strcmp(res.status, r->to) != 0)
+			fail_msg("%s: got %s (%s) by %s", r->name, res.status, res.status_info, res.rule);
+		if (strcmp(res.rule, r->rule) != 0)
+			fail_msg("%s: rule %s", r->name, res.rule);
+		if (r->info && strcmp(res.status_info, r->info) != 0)
+			fail_msg("%s: status_info '%s'", r->name, res.status_info);
+		want = r->upd ? ipatch(r->upd) : json_object();
+		if (!json_equal(want, res.updates)) {
+			char *got = json_dumps(res.updates, JSON_COMPACT | JSON_SORT_KEYS);
+
+			fail_msg("%s: updates %s", r->name, got);
+		}
+		assert_int_equal(res.rule_matched, *r->rule != '\0');
+		json_decref(want);
+		host_refresh_result_release(&res);
+		json_decref(hosts);
+		json_decref(cl);
+		json_decref(h);
+	}
+}
+
+/* Applying a result writes status, status_info, updates and the status
+ * clock; the reclaim timeout also unbinds. */
+static void test_refresh_apply(void **state)
+{
+	json_t *h = mkhost("installing-in-progress", true,
+			   "{\"progress\":{\"current_stage\":\"Rebooting\",\"stage_updated_at\":1699990000}}");
+	json_t *cl = json_pack("{s:s}", "status", "installing-pending-user-action");
+	struct host_refresh_ctx ctx = { .now = NOW, .cluster = cl };
+	struct host_refresh_result res;
+
+	assert_int_equal(host_refresh(h, &ctx, &res), 0);
+	assert_string_equal(res.rule, "#20");
+	assert_true(res.changed);
+	host_refresh_apply(h, &res, NOW);
+	host_refresh_result_release(&res);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(h, "progress"), "stage_updated_at")), NOW);
+	assert_null(json_object_get(h, "status_updated_at"));
+	/* touched at most once a minute */
+	ctx.now = NOW + 30;
+	assert_int_equal(host_refresh(h, &ctx, &res), 0);
+	assert_int_equal(json_object_size(res.updates), 0);
+	host_refresh_result_release(&res);
+	json_decref(h);
+
+	h = mkhost("reclaiming", true, "{\"status_updated_at\":1699990000,\"role\":\"master\",\"bootstrap\":true}");
+	ctx.now = NOW;
+	ctx.cluster = NULL;
+	assert_int_equal(host_refresh(h, &ctx, &res), 0);
+	host_refresh_apply(h, &res, NOW);
+	host_refresh_result_release(&res);
+	assert_string_equal(json_string_value(json_object_get(h, "status")), "unbinding-pending-user-action");
+	assert_int_equal(json_integer_value(json_object_get(h, "status_updated_at")), NOW);
+	assert_null(json_object_get(h, "cluster_id"));
+	assert_null(json_object_get(h, "inventory"));
+	assert_string_equal(json_string_value(json_object_get(h, "role")), "auto-assign");
+	assert_false(json_is_true(json_object_get(h, "bootstrap")));
+	json_decref(h);
+	json_decref(cl);
+}
+
+/* Stage timeouts come from the knobs. */
+static void test_refresh_stage_knob(void **state)
+{
+	json_t *h = mkhost("installing-in-progress", true,
+			   "{\"progress\":{\"current_stage\":\"Installing\",\"stage_updated_at\":1699999000}}");
+	json_t *cl = json_pack("{s:s}", "status", "installing");
+	struct host_timeouts t;
+	struct host_refresh_ctx ctx = { .now = NOW, .cluster = cl, .timeouts = &t };
+	struct host_refresh_result res;
+
+	host_timeouts_init(&t);
+	assert_int_equal(host_refresh(h, &ctx, &res), 0);
+	assert_string_equal(res.status, "installing-in-progress");
+	host_refresh_result_release(&res);
+	assert_int_equal(host_timeouts_set(&t, "HOST_STAGE_INSTALLING_TIMEOUT", "10m", NULL), 0);
+	assert_int_equal(host_refresh(h, &ctx, &res), 0);
+	assert_string_equal(res.status, "error");
+	assert_string_equal(res.status_info,
+			    "Host failed to install because its installation stage Installing took longer than expected 10m0s");
+	host_refresh_result_release(&res);
+	json_decref(h);
+	json_decref(cl);
+}
+
+/* ---- HostProgressChanged (§1.2, §6) ---- */
+
+struct prow {
+	const char *name;
+	const char *from;
+	const char *host_patch;
+	bool sno;
+	const char *progress; /* request body */
+	int rc;
+	int http;
+	const char *to;
+	const char *info;     /* status_info after (or the error message) */
+	int pct;              /* installation_percentage after, -1 = not checked */
+	bool stage_changed;
+};
+
+static const struct prow progress_rows[] = {
+	{ "first stage: installing to in-progress", "installing", "{\"role\":\"master\"}", false,
+	  "{\"current_stage\":\"Starting installation\"}", 0, 0, "installing-in-progress", "Starting installation", 12,
+	  true },
+	{ "bootstrap moves forward", "installing-in-progress",
+	  "{\"role\":\"master\",\"bootstrap\":true,\"progress\":{\"current_stage\":\"Installing\"}}", false,
+	  "{\"current_stage\":\"Waiting for control plane\",\"progress_info\":\"waiting\"}", 0, 0,
+	  "installing-in-progress", "Waiting for control plane", 45, true },
+	{ "SNO bootstrap: Waiting for bootkube is third", "installing-in-progress",
+	  "{\"role\":\"master\",\"bootstrap\":true,\"progress\":{\"current_stage\":\"Installing\"}}", true,
+	  "{\"current_stage\":\"Waiting for bootkube\"}", 0, 0, "installing-in-progress", "Waiting for bootkube", 37, true },
+	{ "worker Done: installed", "installing-in-progress",
+	  "{\"role\":\"worker\",\"progress\":{\"current_stage\":\"Joined\"}}", false, "{\"current_stage\":\"Done\"}", 0, 0,
+	  "installed", "Done", 100, true },
+	{ "master Done from installing", "installing", "{\"role\":\"master\"}", false, "{\"current_stage\":\"Done\"}", 0, 0,
+	  "installed", "Done", 100, true },
+	{ "Done while pending user action: in progress", "installing-pending-user-action",
+	  "{\"role\":\"master\",\"progress\":{\"current_stage\":\"Rebooting\"}}", false, "{\"current_stage\":\"Done\"}", 0, 0,
+	  "installing-in-progress", "Done", 100, true },
+	{ "pending user action, next stage", "installing-pending-user-action",
+	  "{\"role\":\"master\",\"progress\":{\"current_stage\":\"Rebooting\"}}", false,
+	  "{\"current_stage\":\"Configuring\"}", 0, 0, "installing-in-progress", "Configuring", 75, true },
+	{ "day-2 Done: added to existing cluster", "installing-in-progress",
+	  "{\"role\":\"worker\",\"kind\":\"AddToExistingClusterHost\",\"progress\":{\"current_stage\":\"Joined\"}}", false,
+	  "{\"current_stage\":\"Done\"}", 0, 0, "added-to-existing-cluster", HOST_INFO_REBOOTING_DAY2, 100, true },
+	{ "day-2 Rebooting (kube-api): in progress", "installing-in-progress",
+	  "{\"role\":\"worker\",\"kind\":\"AddToExistingClusterHost\",\"progress\":{\"current_stage\":\"Writing image to disk\"}}",
+	  false, "{\"current_stage\":\"Rebooting\"}", 0, 0, "installing-in-progress", "Rebooting", 55, true },
+	{ "Failed with info", "installing-in-progress",
+	  "{\"role\":\"master\",\"progress\":{\"current_stage\":\"Writing image to disk\",\"installation_percentage\":37}}",
+	  false, "{\"current_stage\":\"Failed\",\"progress_info\":\"disk write error\"}", 0, 0, "error",
+	  "Failed - disk write error", 37, true },
+	{ "Failed without info", "installing", "{\"role\":\"master\"}", false, "{\"current_stage\":\"Failed\"}", 0, 0,
+	  "error", "Failed", -1, true },
+	{ "same stage, same info: no-op", "installing-in-progress",
+	  "{\"role\":\"master\",\"status_info\":\"Installing\",\"progress\":{\"current_stage\":\"Installing\",\"progress_info\":\"a\",\"installation_percentage\":25}}",
+	  false, "{\"current_stage\":\"Installing\",\"progress_info\":\"a\"}", 0, 0, "installing-in-progress", "Installing",
+	  25, false },
+	{ "same stage, new info", "installing-in-progress",
+	  "{\"role\":\"master\",\"status_info\":\"Installing\",\"progress\":{\"current_stage\":\"Installing\",\"progress_info\":\"a\",\"installation_percentage\":25}}",
+	  false, "{\"current_stage\":\"Installing\",\"progress_info\":\"b\"}", 0, 0, "installing-in-progress", "Installing",
+	  25, false },
+	{ "lower stage refused", "installing-in-progress",
+	  "{\"role\":\"master\",\"progress\":{\"current_stage\":\"Rebooting\"}}", false, "{\"current_stage\":\"Installing\"}",
+	  -EBUSY, 409, "installing-in-progress",
+	  "Can't assign lower stage \"Installing\" after host has been in stage \"Rebooting\"", -1, false },
+	{ "stage not in the role's list", "installing-in-progress",
+	  "{\"role\":\"master\",\"progress\":{\"current_stage\":\"Installing\"}}", false,
+	  "{\"current_stage\":\"Waiting for ignition\"}", -EBUSY, 409, "installing-in-progress",
+	  "Stages Waiting for ignition isn't available for host role master bootstrap false", -1, false },
+	{ "not installing", "known", "{\"role\":\"master\"}", false, "{\"current_stage\":\"Installing\"}", -EBUSY, 409,
+	  "known", "Can't set progress <Installing> to host in status <known>", -1, false },
+	{ "installed refuses a new stage", "installed",
+	  "{\"role\":\"master\",\"progress\":{\"current_stage\":\"Done\"}}", false, "{\"current_stage\":\"Joined\"}", -EBUSY,
+	  409, "installed", "Can't set progress <Joined> to host in status <installed>", -1, false },
+	{ "unknown stage", "installing", "{\"role\":\"master\"}", false, "{\"current_stage\":\"Flying\"}", -EINVAL, 400,
+	  "installing",
+	  "current_stage in body should be one of [Starting installation Waiting for control plane Waiting for bootkube Waiting for controller Installing Writing image to disk Copying registry data to disk Rebooting Waiting for ignition Configuring Joined Done Failed]",
+	  -1, false },
+	{ "missing stage", "installing", "{\"role\":\"master\"}", false, "{\"progress_info\":\"x\"}", -EINVAL, 400,
+	  "installing", "current_stage in body is required", -1, false },
+	{ "info not a string", "installing", "{\"role\":\"master\"}", false,
+	  "{\"current_stage\":\"Installing\",\"progress_info\":5}", -EINVAL, 400, "installing",
+	  "progress_info in body must be of type string", -1, false },
+	{ "unbound host", "installing", "{\"role\":\"master\",\"cluster_id\":\"\"}", false,
+	  "{\"current_stage\":\"Installing\"}", -EINVAL, 400, "installing", "Host h1 is not bound to any cluster", -1, false },
+};
+
+static void test_progress_changed(void **state)
+{
+	for (size_t i = 0; i < sizeof(progress_rows) / sizeof(progress_rows[0]); i++) {
+		const struct prow *r = &progress_rows[i];
+		json_t *h = mkhost(r->from, true, r->host_patch), *body = json_loads(r->progress, 0, NULL);
+		json_t *cl = json_pack("{s:s, s:i}", "status", "installing", "control_plane_count", r->sno ? 1 : 3);
+		json_t *before = json_deep_copy(h), *p;
+		ah_err err = { 0 };
+		bool changed = true;
+		int rc = host_progress_changed(h, body, cl, NOW, &changed, &err);
+
+		if (rc != r->rc)
+			fail_msg("%s: rc %d (%s)", r->name, rc, err.message);
+		if (rc < 0) {
+			if (err.status != r->http || strcmp(err.message, r->info) != 0)
+				fail_msg("%s: %d %s", r->name, err.status, err.message);
+			if (!json_equal(before, h))
+				fail_msg("%s: host changed on error", r->name);
+		} else {
+			if (strcmp(json_string_value(json_object_get(h, "status")), r->to) != 0)
+				fail_msg("%s: status %s", r->name, json_string_value(json_object_get(h, "status")));
+			if (strcmp(json_string_value(json_object_get(h, "status_info")), r->info) != 0)
+				fail_msg("%s: info %s", r->name, json_string_value(json_object_get(h, "status_info")));
+			p = json_object_get(h, "progress");
+			if (r->pct >= 0 && json_integer_value(json_object_get(p, "installation_percentage")) != r->pct)
+				fail_msg("%s: pct %lld", r->name,
+					 (long long)json_integer_value(json_object_get(p, "installation_percentage")));
+			if (changed != r->stage_changed)
+				fail_msg("%s: stage_changed %d", r->name, changed);
+			if (changed && strcmp(json_string_value(json_object_get(body, "current_stage")), "Failed") != 0) {
+				assert_int_equal(json_integer_value(json_object_get(p, "stage_started_at")), NOW);
+				assert_int_equal(json_integer_value(json_object_get(p, "stage_updated_at")), NOW);
+				assert_string_equal(json_string_value(json_object_get(p, "current_stage")),
+						    json_string_value(json_object_get(body, "current_stage")));
+			}
+			if (strcmp(r->from, r->to) != 0)
+				assert_int_equal(json_integer_value(json_object_get(h, "status_updated_at")), NOW);
+		}
+		json_decref(before);
+		json_decref(body);
+		json_decref(cl);
+		json_decref(h);
+	}
+}
+
+/* Same stage with new info touches only progress_info and stage_updated_at. */
+static void test_progress_same_stage(void **state)
+{
+	json_t *h = mkhost("installing-in-progress", true,
+			   "{\"role\":\"master\",\"progress\":{\"current_stage\":\"Installing\",\"progress_info\":\"a\","
+			   "\"stage_started_at\":5,\"stage_updated_at\":6,\"installation_percentage\":25}}");
+	json_t *body = json_pack("{s:s, s:s}", "current_stage", "Installing", "progress_info", "b");
+	json_t *p;
+
+	assert_int_equal(host_progress_changed(h, body, NULL, NOW, NULL, NULL), 0);
+	p = json_object_get(h, "progress");
+	assert_string_equal(json_string_value(json_object_get(p, "progress_info")), "b");
+	assert_int_equal(json_integer_value(json_object_get(p, "stage_started_at")), 5);
+	assert_int_equal(json_integer_value(json_object_get(p, "stage_updated_at")), NOW);
+	assert_int_equal(json_integer_value(json_object_get(p, "installation_percentage")), 25);
+	json_decref(body);
+	json_decref(h);
+}
+
+/* ---- explicit transitions (§1.3) ---- */
+
+enum op { INSTALL, START, FAILED, CANCEL, RESET, BIND, UNBIND, MEDIA };
+
+struct trow {
+	const char *name;
+	enum op op;
+	const char *from;
+	const char *patch;
+	const char *cluster_status;
+	int rc;
+	const char *to;
+	const char *info; /* NULL: not checked */
+};
+
+static const struct trow trans_rows[] = {
+	{ "install: known master, cluster preparing", INSTALL, "known", "{\"role\":\"master\",\"approved\":true}",
+	  "preparing-for-installation", 0, "preparing-for-installation", HOST_INFO_PREPARING },
+	{ "install: auto-assign takes the suggested role", INSTALL, "known",
+	  "{\"suggested_role\":\"worker\",\"bootstrap\":true}", "preparing-for-installation", 0,
+	  "preparing-for-installation", HOST_INFO_PREPARING },
+	{ "install: day-2 known to installing", INSTALL, "known",
+	  "{\"role\":\"worker\",\"kind\":\"AddToExistingClusterHost\"}", "adding-hosts", 0, "installing",
+	  HOST_INFO_INSTALLING },
+	{ "install: already preparing", INSTALL, "preparing-for-installation", "{\"role\":\"master\"}",
+	  "preparing-for-installation", 0, "preparing-for-installation", NULL },
+	{ "install: not approved", INSTALL, "known", "{\"role\":\"master\",\"approved\":false}",
+	  "preparing-for-installation", -EPERM, "known", NULL },
+	{ "install: insufficient", INSTALL, "insufficient", "{\"role\":\"master\"}", "preparing-for-installation", -EBUSY,
+	  "insufficient", NULL },
+	{ "install: no role", INSTALL, "known", NULL, "preparing-for-installation", -EBUSY, "known", NULL },
+	{ "install: cluster not preparing", INSTALL, "known", "{\"role\":\"master\"}", "ready", -EBUSY, "known", NULL },
+	{ "start: preparing-successful to installing", START, "preparing-successful", "{\"role\":\"master\"}",
+	  "installing", 0, "installing", HOST_INFO_INSTALLING },
+	{ "start: known refused", START, "known", "{\"role\":\"master\"}", "installing", -EBUSY, "known", NULL },
+	{ "install failed: installing", FAILED, "installing", NULL, "installing", 0, "error", "installation command failed" },
+	{ "install failed: in progress", FAILED, "installing-in-progress", NULL, "installing", 0, "error",
+	  "installation command failed" },
+	{ "install failed: installed refused", FAILED, "installed", NULL, "installing", -EBUSY, "installed", NULL },
+	{ "cancel: installing", CANCEL, "installing", NULL, "installing", 0, "cancelled", "Installation cancelled by user" },
+	{ "cancel: pending user action", CANCEL, "installing-pending-user-action", NULL, "installing", 0, "cancelled",
+	  NULL },
+	{ "cancel: in progress", CANCEL, "installing-in-progress", NULL, "installing", 0, "cancelled", NULL },
+	{ "cancel: installed", CANCEL, "installed", NULL, "installing", 0, "cancelled", NULL },
+	{ "cancel: error", CANCEL, "error", NULL, "error", 0, "cancelled", NULL },
+	{ "cancel: preparing", CANCEL, "preparing-for-installation", NULL, "preparing-for-installation", 0, "known", NULL },
+	{ "cancel: preparing-successful", CANCEL, "preparing-successful", NULL, "preparing-for-installation", 0, "known",
+	  NULL },
+	{ "cancel: known", CANCEL, "known", NULL, "ready", 0, "known", NULL },
+	{ "cancel: discovering refused", CANCEL, "discovering", NULL, "ready", -EBUSY, "discovering", NULL },
+	{ "reset: installed", RESET, "installed", NULL, "error", 0, "resetting-pending-user-action",
+	  HOST_INFO_RESETTING_PENDING_USER_ACTION },
+	{ "reset: preparing-failed", RESET, "preparing-failed", NULL, "error", 0, "resetting-pending-user-action", NULL },
+	{ "reset: added-to-existing-cluster", RESET, "added-to-existing-cluster", NULL, "error", 0,
+	  "resetting-pending-user-action", NULL },
+	{ "reset: insufficient refused", RESET, "insufficient", NULL, "error", -EBUSY, "insufficient", NULL },
+	{ "bind: known-unbound", BIND, "known-unbound", "{\"cluster_id\":\"\"}", NULL, 0, "binding", HOST_INFO_BINDING },
+	{ "bind: discovering-unbound refused", BIND, "discovering-unbound", "{\"cluster_id\":\"\"}", NULL, -EBUSY,
+	  "discovering-unbound", NULL },
+	{ "unbind: known", UNBIND, "known", NULL, NULL, 0, "unbinding", HOST_INFO_UNBINDING },
+	{ "unbind: installed", UNBIND, "installed", NULL, NULL, 0, "unbinding-pending-user-action", HOST_INFO_UNBINDING },
+	{ "unbind: error", UNBIND, "error", NULL, NULL, 0, "unbinding-pending-user-action", HOST_INFO_UNBINDING },
+	{ "unbind: already unbound", UNBIND, "known-unbound", "{\"cluster_id\":\"\"}", NULL, 0, "known-unbound", NULL },
+	{ "unbind: resetting refused", UNBIND, "resetting", NULL, NULL, -EBUSY, "resetting", NULL },
+	{ "media: installing to error", MEDIA, "installing", NULL, NULL, 1, "error", HOST_INFO_MEDIA_DISCONNECTED },
+	{ "media: preparing to error", MEDIA, "preparing-for-installation", NULL, NULL, 1, "error",
+	  HOST_INFO_MEDIA_DISCONNECTED },
+	{ "media: error keeps the installer text", MEDIA, "error", "{\"status_info\":\"Failed - boom\"}", NULL, 0, "error",
+	  "Failed - " HOST_INFO_MEDIA_DISCONNECTED ". Failed - boom" },
+	{ "media: known to disconnected", MEDIA, "known", NULL, NULL, 1, "disconnected", HOST_INFO_MEDIA_DISCONNECTED },
+	{ "media: known-unbound", MEDIA, "known-unbound", NULL, NULL, 1, "disconnected-unbound", NULL },
+	{ "media: installed untouched", MEDIA, "installed", "{\"status_info\":\"Done\"}", NULL, 0, "installed", "Done" },
+};
+
+static void test_transitions(void **state)
+{
+	for (size_t i = 0; i < sizeof(trans_rows) / sizeof(trans_rows[0]); i++) {
+		const struct trow *r = &trans_rows[i];
+		json_t *h = mkhost(r->from, true, r->patch), *before = json_deep_copy(h);
+		json_t *cl = r->cluster_status ? json_pack("{s:s, s:i}", "status", r->cluster_status, "control_plane_count", 3)
+					       : NULL;
+		ah_err err = { 0 };
+		int rc = 0;
+
+		switch (r->op) {
+		case INSTALL: rc = host_install(h, cl, NOW, &err); break;
+		case START: rc = host_start_installing(h, cl, NOW, &err); break;
+		case FAILED: rc = host_installation_failed(h, NULL, NOW, &err); break;
+		case CANCEL: rc = host_cancel_installation(h, NULL, NOW, &err); break;
+		case RESET: rc = host_reset_pending_user_action(h, NOW, &err); break;
+		case BIND: rc = host_bind(h, "c1", NOW, &err); break;
+		case UNBIND: rc = host_unbind(h, NOW, &err); break;
+		case MEDIA: rc = host_media_disconnect(h, NOW); break;
+		}
+		if (rc != r->rc)
+			fail_msg("%s: rc %d (%s)", r->name, rc, err.message);
+		if (rc < 0) {
+			if (err.status != 409)
+				fail_msg("%s: http %d", r->name, err.status);
+			if (!json_equal(before, h))
+				fail_msg("%s: host changed on error", r->name);
+		}
+		if (strcmp(json_string_value(json_object_get(h, "status")), r->to) != 0)
+			fail_msg("%s: status %s", r->name, json_string_value(json_object_get(h, "status")));
+		if (r->info && strcmp(json_string_value(json_object_get(h, "status_info")), r->info) != 0)
+			fail_msg("%s: info %s", r->name, json_string_value(json_object_get(h, "status_info")));
+		if (rc >= 0 && strcmp(r->from, r->to) != 0)
+			assert_int_equal(json_integer_value(json_object_get(h, "status_updated_at")), NOW);
+		json_decref(before);
+		json_decref(cl);
+		json_decref(h);
+	}
+}
+
+/* Side effects of install, bind and unbind on the other fields. */
+static void test_transition_fields(void **state)
+{
+	json_t *cl = json_pack("{s:s, s:i}", "status", "preparing-for-installation", "control_plane_count", 3);
+	json_t *h = mkhost("known", true, "{\"suggested_role\":\"worker\",\"bootstrap\":true}");
+
+	assert_int_equal(host_install(h, cl, NOW, NULL), 0);
+	assert_string_equal(json_string_value(json_object_get(h, "role")), "worker");
+	assert_false(json_is_true(json_object_get(h, "bootstrap")));
+	assert_int_equal(json_array_size(json_object_get(h, "progress_stages")), 9);
+	json_decref(h);
+
+	h = mkhost("known-unbound", true, "{\"cluster_id\":\"\",\"progress\":{\"current_stage\":\"Done\"}}");
+	assert_int_equal(host_bind(h, "c9", NOW, NULL), 0);
+	assert_string_equal(json_string_value(json_object_get(h, "cluster_id")), "c9");
+	assert_null(json_object_get(h, "inventory"));
+	assert_null(json_object_get(h, "progress"));
+	json_decref(h);
+
+	h = mkhost("installed", true, "{\"role\":\"master\",\"bootstrap\":true,\"kind\":\"AddToExistingClusterHost\","
+				      "\"progress\":{\"current_stage\":\"Done\"},\"installation_disk_id\":\"x\"}");
+	assert_int_equal(host_unbind(h, NOW, NULL), 0);
+	assert_null(json_object_get(h, "cluster_id"));
+	assert_null(json_object_get(h, "progress"));
+	assert_null(json_object_get(h, "installation_disk_id"));
+	assert_string_equal(json_string_value(json_object_get(h, "role")), "auto-assign");
+	assert_string_equal(json_string_value(json_object_get(h, "kind")), "Host");
+	assert_false(json_is_true(json_object_get(h, "bootstrap")));
+	json_decref(h);
+	json_decref(cl);
+}
+
+/* The stage list follows the effective role, the bootstrap flag and SNO. */
+static void test_stages_of(void **state)
+{
+	static const struct {
+		const char *patch;
+		int cp;
+		size_t n;
+		const char *third;
+	} rows[] = {
+		{ "{\"role\":\"master\",\"bootstrap\":true}", 3, 11, "Writing image to disk" },
+		{ "{\"role\":\"master\",\"bootstrap\":true}", 1, 8, "Waiting for bootkube" },
+		{ "{\"role\":\"master\"}", 3, 8, "Writing image to disk" },
+		{ "{\"suggested_role\":\"worker\"}", 3, 9, "Writing image to disk" },
+		{ "{\"role\":\"arbiter\"}", 2, 8, "Writing image to disk" },
+		{ "{}", 3, 0, NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		json_t *h = mkhost("installing", false, rows[i].patch);
+		json_t *cl = json_pack("{s:i}", "control_plane_count", rows[i].cp);
+		size_t n;
+		const char *const *l = host_stages_of(h, cl, true, &n);
+
+		assert_int_equal(n, rows[i].n);
+		if (rows[i].third)
+			assert_string_equal(l[2], rows[i].third);
+		json_decref(cl);
+		json_decref(h);
+	}
+}
+
 /* Validation results by id: one row per validation case. */
 struct vrow {
 	const char *name;
@@ -336,6 +954,16 @@ static const struct vrow vrows[] = {
 	{ "connected", NULL, 1, NULL, "connected", "success", "Host is connected" },
 	{ "disconnected", "{\"checked_in_at\":1699999000}", 1, NULL, "connected", "failure", "Host is disconnected" },
 	{ "never checked in", "{\"checked_in_at\":0}", 1, NULL, "connected", "success", "Host is connected" },
+	{ "quiet while writing to disk", "{\"checked_in_at\":1699999000,\"progress\":{\"current_stage\":"
+	  "\"Writing image to disk\"}}", 1, NULL, "connected", "failure", "Host is disconnected" },
+	{ "quiet worker waiting for control plane", "{\"checked_in_at\":1699999000,\"progress\":{\"current_stage\":"
+	  "\"Waiting for control plane\"}}", 1, NULL, "connected", "failure", "Host is disconnected" },
+	{ "quiet after starting installation", "{\"checked_in_at\":1699999000,\"progress\":{\"current_stage\":"
+	  "\"Waiting for ignition\"}}", 1, NULL, "connected", "success-suppress-output", "" },
+	{ "rebooted", "{\"checked_in_at\":1699999000,\"progress\":{\"current_stage\":\"Rebooting\"}}", 1, NULL,
+	  "connected", "success-suppress-output", "" },
+	{ "rebooted media", "{\"media_status\":\"disconnected\",\"progress\":{\"current_stage\":\"Done\"}}", 1,
+	  NULL, "media-connected", "success-suppress-output", "" },
 	{ "media", NULL, 1, NULL, "media-connected", "success", "Media device is connected" },
 	{ "inventory", NULL, 1, NULL, "has-inventory", "success", "Valid inventory exists for the host" },
 	{ "no inventory", "{\"inventory\":\"\"}", 1, NULL, "has-inventory", "failure",
@@ -657,6 +1285,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_register),     cmocka_unit_test(test_register_apply),
 		cmocka_unit_test(test_refresh),      cmocka_unit_test(test_refresh_changed),
+		cmocka_unit_test(test_refresh_install), cmocka_unit_test(test_refresh_apply),
+		cmocka_unit_test(test_refresh_stage_knob), cmocka_unit_test(test_progress_changed),
+		cmocka_unit_test(test_progress_same_stage), cmocka_unit_test(test_transitions),
+		cmocka_unit_test(test_transition_fields), cmocka_unit_test(test_stages_of),
 		cmocka_unit_test(test_validations),  cmocka_unit_test(test_validations_info_form),
 		cmocka_unit_test(test_latency),
 		cmocka_unit_test(test_disks),        cmocka_unit_test(test_disk_choice),
