@@ -5,7 +5,11 @@
  * plus, once it received `install`, an independent timeline of PUT progress reports.
  * Timers live in one binary heap; hosts whose timer fired wait in a FIFO until one of the
  * max_inflight request slots frees up.  libcurl's multi interface carries the requests and
- * keeps connections alive between them. */
+ * keeps connections alive between them.
+ *
+ * A host has at most one loop timer and one stage timer pending at any time: every path
+ * that finishes a request schedules (or readies) the next action exactly once, so a host
+ * never runs two loops at once. */
 #include "agent/simulate.h"
 
 #include <curl/curl.h>
@@ -22,19 +26,26 @@
 #include "image/iso.h"
 
 #define RESP_MAX (4u << 20)
-#define STATUS_EVERY_MS 10000
-#define RETRY_FORBIDDEN_MS 60000 /* upstream: register retry interval */
-#define RETRY_ERROR_MS 10000
-#define EXIT_FLOOR_MS 5000       /* re-register pause after post_step_action "exit" */
+#define REGISTER_INTERVAL_MS 60000 /* upstream agent --interval */
+#define DEFAULT_NEXT_SECONDS 60    /* upstream default for unlisted states, and after a GET error */
+#define EXIT_FLOOR_MS 5000         /* re-register pause after post_step_action "exit" */
+#define MAX_RETRIES 3              /* upstream HTTP client: 3 retries, jitter 2-10 s */
+#define RETRY_MIN_MS 2000
+#define RETRY_MAX_MS 10000
 #define DEDUP_SLOTS 8
-#define DEDUP_TTL_MS 3600000     /* upstream keeps the last reply per step type for 1 h */
+#define DEDUP_TTL_MS 3600000       /* upstream keeps the last reply per step type for 1 h */
+
+const char *const simulate_state_names[SIM_NSTATES] = {
+	[SIM_UNREGISTERED] = "unregistered", [SIM_DISCOVERY] = "discovery",
+	[SIM_DISCONNECTED] = "disconnected", [SIM_BINDING] = "binding",
+	[SIM_PREPARING] = "preparing",       [SIM_INSTALLING] = "installing",
+	[SIM_INSTALLED] = "installed",       [SIM_FAILED] = "failed",
+	[SIM_ERROR] = "error",               [SIM_REFUSED] = "refused",
+};
 
 enum phase { PH_REGISTER, PH_GET, PH_REPLY, PH_GONE };
-enum req { REQ_NONE, REQ_REGISTER, REQ_GET, REQ_REPLY, REQ_PROGRESS };
-/* What the summary counts; inferred from the steps a host is given. */
-enum sstate { S_UNREG, S_DISCOVERING, S_KNOWN, S_PREPARING, S_INSTALLING, S_INSTALLED, S_FAILED, S_N };
-static const char *const SSTATE_NAMES[S_N] = { "unregistered", "discovering", "known", "preparing",
-					       "installing", "installed", "failed" };
+enum req { REQ_NONE, REQ_REGISTER, REQ_GET, REQ_REPLY, REQ_PROGRESS, REQ_N };
+static const char *const REQ_NAMES[REQ_N] = { "", "register", "instructions", "replies", "progress" };
 
 #define PEND_LOOP 1u
 #define PEND_STAGE 2u
@@ -48,9 +59,12 @@ struct host {
 	unsigned idx;
 	char id[37];
 	enum phase phase;
-	enum sstate sstate;
+	enum simulate_state state;
 	unsigned pending;    /* PEND_* bits whose timer fired */
 	bool queued, busy;
+	bool registered;     /* registered at least once */
+	bool first_round;    /* answered its first instructions */
+	unsigned char attempt[2]; /* transient retries of the current loop / stage request */
 	json_t *steps;       /* instructions being answered (owned) */
 	size_t step_pos;
 	int next_secs;
@@ -74,11 +88,18 @@ struct timer {
 	unsigned kind;
 };
 
+/* One discovery image: what the hosts booted from it talk to. */
+struct source {
+	struct fakehost_config cfg;
+	char *base; /* ".../api/assisted-install/v2/infra-envs/<id>/hosts" */
+	struct curl_blob ca_blob;
+};
+
 struct sim {
 	const struct simulate_opts *o;
 	struct fakehost_fleet fleet;
-	struct fakehost_config cfg;
-	char *base; /* ".../api/assisted-install/v2/infra-envs/<id>/hosts" */
+	struct source *src;
+	unsigned nsrc;
 	CURLM *multi;
 	struct host *hosts;
 	struct timer *heap;
@@ -86,9 +107,11 @@ struct sim {
 	unsigned *fifo;
 	size_t fhead, flen;
 	unsigned inflight;
-	unsigned count[S_N];
-	unsigned long requests, errors;
-	struct curl_blob ca_blob;
+	unsigned count[SIM_NSTATES];
+	unsigned registered, first_rounds;
+	unsigned long requests[REQ_N], errors, retries;
+	uint64_t rng;
+	int64_t t0;
 	CURL **pool; /* idle easy handles (at most max_inflight), reused across hosts */
 	unsigned npool;
 };
@@ -109,6 +132,16 @@ static uint64_t fnv1a(const char *s)
 	return h;
 }
 
+static uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
 /* Compact JSON text of j (malloc'd), consuming the reference; NULL on OOM or NULL j. */
 static char *dump_steal(json_t *j)
 {
@@ -116,6 +149,73 @@ static char *dump_steal(json_t *j)
 
 	json_decref(j);
 	return t;
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k)) ?: "";
+}
+
+/* ---- pure pieces ---- */
+
+static bool has_step(const json_t *steps, const char *type)
+{
+	const json_t *st;
+	size_t i;
+
+	json_array_foreach(steps, i, st)
+		if (!strcmp(jstr(st, "step_type"), type))
+			return true;
+	return false;
+}
+
+enum simulate_state simulate_state_after_instructions(enum simulate_state cur, const json_t *reply)
+{
+	const json_t *steps = json_object_get(reply, "instructions");
+	const json_t *secs = json_object_get(reply, "next_instruction_seconds");
+
+	if (cur == SIM_INSTALLED || cur == SIM_FAILED)
+		return cur;
+	if (!strcmp(jstr(reply, "post_step_action"), "exit"))
+		return SIM_BINDING;
+	if (has_step(steps, "install"))
+		return SIM_INSTALLING;
+	if (has_step(steps, "stop-installation") || has_step(steps, "logs-gather"))
+		return SIM_ERROR;
+	if (has_step(steps, "installation-disk-speed-check") || has_step(steps, "container-image-availability"))
+		return SIM_PREPARING;
+	if (has_step(steps, "inventory")) {
+		/* Disconnected hosts get inventory alone, every 120 s. */
+		if (json_array_size(steps) == 1 && json_number_value(secs) == 120)
+			return SIM_DISCONNECTED;
+		return SIM_DISCOVERY;
+	}
+	return cur;
+}
+
+int simulate_next_seconds(const json_t *reply, unsigned max_poll_seconds)
+{
+	const json_t *v = json_object_get(reply, "next_instruction_seconds");
+	double d = json_number_value(v);
+	int secs = DEFAULT_NEXT_SECONDS;
+
+	if (json_is_number(v) && d >= 0 && d <= 3600 && d == (double)(int)d)
+		secs = (int)d;
+	if (max_poll_seconds && (unsigned)secs > max_poll_seconds)
+		secs = (int)max_poll_seconds;
+	return secs;
+}
+
+bool simulate_transient(bool transport_error, long http_code)
+{
+	return transport_error || http_code == 503 || http_code == 504;
+}
+
+int simulate_retry_delay_ms(unsigned attempt, uint64_t *rng)
+{
+	if (attempt == 0 || attempt > MAX_RETRIES)
+		return -1;
+	return RETRY_MIN_MS + (int)(xorshift(rng) % (RETRY_MAX_MS - RETRY_MIN_MS + 1));
 }
 
 /* ---- timers and the ready queue ---- */
@@ -174,15 +274,32 @@ static void make_ready(struct sim *s, struct host *h, unsigned kind)
 static void schedule(struct sim *s, struct host *h, int64_t delay_ms, unsigned kind)
 {
 	/* Out of memory for a timer: fall back to running at once rather than losing the host. */
-	if (heap_push(s, util_mono_ms() + delay_ms, h->idx, kind) < 0)
+	if (delay_ms <= 0 || heap_push(s, util_mono_ms() + delay_ms, h->idx, kind) < 0)
 		make_ready(s, h, kind);
 }
 
-static void set_sstate(struct sim *s, struct host *h, enum sstate st)
+static void set_state(struct sim *s, struct host *h, enum simulate_state st)
 {
-	s->count[h->sstate]--;
-	h->sstate = st;
+	s->count[h->state]--;
+	h->state = st;
 	s->count[st]++;
+}
+
+static int64_t cap_ms(const struct sim *s, int64_t ms)
+{
+	int64_t cap = (int64_t)s->o->max_poll_seconds * 1000;
+
+	return cap && ms > cap ? cap : ms;
+}
+
+static double since(const struct sim *s, int64_t t)
+{
+	return (double)(util_mono_ms() - t) / 1000.0;
+}
+
+static struct source *src_of(struct sim *s, const struct host *h)
+{
+	return &s->src[h->idx % s->nsrc];
 }
 
 /* ---- requests ---- */
@@ -197,6 +314,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 static int start_request(struct sim *s, struct host *h, enum req kind, const char *method,
 			 const char *url, char *body)
 {
+	struct source *src = src_of(s, h);
 	char hdr[256];
 
 	/* Handles (and their buffers) belong to request slots, not to hosts, so an idle
@@ -214,9 +332,9 @@ static int start_request(struct sim *s, struct host *h, enum req kind, const cha
 	strbuf_reset(&h->resp);
 	h->body = body;
 	h->req = kind;
-	snprintf(hdr, sizeof(hdr), "X-Secret-Key: %s", s->cfg.token);
+	snprintf(hdr, sizeof(hdr), "X-Secret-Key: %s", src->cfg.token);
 	h->hdrs = curl_slist_append(NULL, hdr);
-	snprintf(hdr, sizeof(hdr), "discovery_agent_version: %s", s->cfg.agent_version);
+	snprintf(hdr, sizeof(hdr), "discovery_agent_version: %s", src->cfg.agent_version);
 	h->hdrs = curl_slist_append(h->hdrs, hdr);
 	if (body)
 		h->hdrs = curl_slist_append(h->hdrs, "Content-Type: application/json");
@@ -234,13 +352,13 @@ static int start_request(struct sim *s, struct host *h, enum req kind, const cha
 	curl_easy_setopt(h->easy, CURLOPT_TIMEOUT, 60L);
 	curl_easy_setopt(h->easy, CURLOPT_CONNECTTIMEOUT, 15L);
 	curl_easy_setopt(h->easy, CURLOPT_NOSIGNAL, 1L);
-	if (s->o->insecure || s->cfg.insecure) {
+	if (s->o->insecure || src->cfg.insecure) {
 		curl_easy_setopt(h->easy, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(h->easy, CURLOPT_SSL_VERIFYHOST, 0L);
 	} else if (s->o->cacert) {
 		curl_easy_setopt(h->easy, CURLOPT_CAINFO, s->o->cacert);
-	} else if (s->cfg.ca_pem) {
-		curl_easy_setopt(h->easy, CURLOPT_CAINFO_BLOB, &s->ca_blob);
+	} else if (src->cfg.ca_pem) {
+		curl_easy_setopt(h->easy, CURLOPT_CAINFO_BLOB, &src->ca_blob);
 	}
 	if (curl_multi_add_handle(s->multi, h->easy) != CURLM_OK) {
 		curl_slist_free_all(h->hdrs);
@@ -253,7 +371,7 @@ static int start_request(struct sim *s, struct host *h, enum req kind, const cha
 	}
 	h->busy = true;
 	s->inflight++;
-	s->requests++;
+	s->requests[kind]++;
 	return 0;
 }
 
@@ -261,7 +379,7 @@ static char *host_url(struct sim *s, struct host *h, const char *suffix)
 {
 	char *u = NULL;
 
-	if (asprintf(&u, "%s/%s%s", s->base, h->id, suffix) < 0)
+	if (asprintf(&u, "%s/%s%s", src_of(s, h)->base, h->id, suffix) < 0)
 		return NULL;
 	return u;
 }
@@ -282,14 +400,28 @@ static struct dedup *dedup_slot(struct host *h, uint64_t type_hash)
 	return oldest;
 }
 
+static void dedup_flush(struct host *h)
+{
+	for (size_t k = 0; k < DEDUP_SLOTS; k++)
+		h->dedup[k].at_ms = 0, h->dedup[k].out_hash = 0;
+}
+
+/* All steps answered: sleep next_instruction_seconds (or re-register after "exit"). */
 static void after_steps(struct sim *s, struct host *h)
 {
 	json_decref(h->steps);
 	h->steps = NULL;
 	h->step_pos = 0;
+	if (!h->first_round) {
+		h->first_round = true;
+		if (++s->first_rounds == s->o->hosts)
+			fprintf(stderr, "simulate: all %u hosts answered their first instructions %.3f s after start\n",
+				s->o->hosts, since(s, s->t0));
+	}
 	if (h->exit_after) {
+		int64_t ms = (int64_t)h->next_secs * 1000;
 		h->phase = PH_REGISTER;
-		schedule(s, h, h->next_secs * 1000 > EXIT_FLOOR_MS ? h->next_secs * 1000 : EXIT_FLOOR_MS, PEND_LOOP);
+		schedule(s, h, cap_ms(s, ms > EXIT_FLOOR_MS ? ms : EXIT_FLOOR_MS), PEND_LOOP);
 	} else {
 		h->phase = PH_GET;
 		schedule(s, h, (int64_t)h->next_secs * 1000, PEND_LOOP);
@@ -297,7 +429,8 @@ static void after_steps(struct sim *s, struct host *h)
 }
 
 /* Start the request for the host's next loop action.  Returns 1 when a request was
- * started, 0 when there was nothing to send (a deduplicated reply), -errno on failure. */
+ * started, 0 when there was nothing to send (a deduplicated reply, or the end of the
+ * step list, which schedules the next poll), -errno on failure. */
 static int loop_action(struct sim *s, struct host *h)
 {
 	char *url = NULL, *body = NULL;
@@ -306,8 +439,8 @@ static int loop_action(struct sim *s, struct host *h)
 	switch (h->phase) {
 	case PH_REGISTER:
 		body = dump_steal(json_pack("{s:s, s:s}", "host_id", h->id, "discovery_agent_version",
-					    s->cfg.agent_version));
-		if (!body || asprintf(&url, "%s", s->base) < 0)
+					    src_of(s, h)->cfg.agent_version));
+		if (!body || asprintf(&url, "%s", src_of(s, h)->base) < 0)
 			goto oom;
 		r = start_request(s, h, REQ_REGISTER, "POST", url, body);
 		free(url);
@@ -324,8 +457,7 @@ static int loop_action(struct sim *s, struct host *h)
 	}
 	case PH_REPLY: {
 		json_t *st = json_array_get(h->steps, h->step_pos);
-		const char *type = json_string_value(json_object_get(st, "step_type")) ?: "";
-		const char *sid = json_string_value(json_object_get(st, "step_id")) ?: "";
+		const char *type = jstr(st, "step_type"), *sid = jstr(st, "step_id");
 		struct dedup *d;
 		char *out = NULL;
 		int code = 0;
@@ -337,15 +469,10 @@ static int loop_action(struct sim *s, struct host *h)
 		if (!strcmp(type, "install") && !h->stages) {
 			h->stages = fakehost_install_stages(json_object_get(st, "args"), &h->nstages);
 			h->stage_pos = 0;
-			set_sstate(s, h, S_INSTALLING);
+			set_state(s, h, SIM_INSTALLING);
 			schedule(s, h, 0, PEND_STAGE);
 		} else if (!strcmp(type, "stop-installation")) {
 			h->stages = NULL;
-		} else if (h->sstate < S_INSTALLING) {
-			if (!strcmp(type, "installation-disk-speed-check") || !strcmp(type, "container-image-availability"))
-				set_sstate(s, h, S_PREPARING);
-			else if (!strcmp(type, "connectivity-check") || !strcmp(type, "ntp-synchronizer"))
-				set_sstate(s, h, S_KNOWN);
 		}
 		if (fakehost_step_reply(&s->fleet, h->idx, type, json_object_get(st, "args"), &code, &out) < 0)
 			goto oom;
@@ -409,11 +536,14 @@ static int stage_action(struct sim *s, struct host *h)
 static void run_host(struct sim *s, struct host *h)
 {
 	while (!h->busy && h->pending) {
+		unsigned kind;
 		int r;
 		if (h->pending & PEND_STAGE) {
+			kind = PEND_STAGE;
 			h->pending &= ~PEND_STAGE;
 			r = stage_action(s, h);
 		} else {
+			kind = PEND_LOOP;
 			h->pending &= ~PEND_LOOP;
 			if (h->rebooted)
 				continue;
@@ -422,17 +552,130 @@ static void run_host(struct sim *s, struct host *h)
 				h->pending |= PEND_LOOP; /* skipped a duplicate: next step now */
 		}
 		if (r < 0) {
+			/* Out of memory or no request slot: try the same action again later. */
 			s->errors++;
-			schedule(s, h, RETRY_ERROR_MS, PEND_LOOP);
+			schedule(s, h, RETRY_MAX_MS, kind);
 			return;
 		}
+	}
+}
+
+/* The request failed transiently: schedule the same action again after a jittered
+ * pause, as upstream's HTTP client does.  False once the retries are spent. */
+static bool retry(struct sim *s, struct host *h, unsigned kind)
+{
+	unsigned char *attempt = &h->attempt[kind == PEND_STAGE];
+	int ms = simulate_retry_delay_ms(++*attempt, &s->rng);
+
+	if (ms < 0) {
+		*attempt = 0;
+		return false;
+	}
+	s->retries++;
+	schedule(s, h, ms, kind);
+	return true;
+}
+
+static void on_register(struct sim *s, struct host *h, bool ok, bool transient, long code)
+{
+	if (ok) {
+		if (h->state == SIM_UNREGISTERED)
+			set_state(s, h, SIM_DISCOVERY);
+		if (!h->registered && (h->registered = true) && ++s->registered == s->o->hosts)
+			fprintf(stderr, "simulate: all %u hosts registered %.3f s after start (%.0f registrations/s)\n",
+				s->o->hosts, since(s, s->t0),
+				s->o->hosts / (since(s, s->t0) > 0.001 ? since(s, s->t0) : 0.001));
+		h->phase = PH_GET;
+		make_ready(s, h, PEND_LOOP);
+	} else if (transient && retry(s, h, PEND_LOOP)) {
+		return;
+	} else if (code == 401 || code == 403 || code == 404 || code == 409) {
+		/* Upstream waits forever on these: the host stops. */
+		set_state(s, h, SIM_REFUSED);
+		h->phase = PH_GONE;
+	} else {
+		schedule(s, h, REGISTER_INTERVAL_MS, PEND_LOOP);
+	}
+}
+
+static void on_instructions(struct sim *s, struct host *h, bool ok, bool transient, long code)
+{
+	json_t *j = ok ? json_loadb(h->resp.buf, h->resp.len, 0, NULL) : NULL;
+	json_t *steps = json_object_get(j, "instructions");
+
+	if (!j) {
+		json_decref(j);
+		dedup_flush(h); /* upstream flushes its reply cache on a GET error */
+		if (transient && retry(s, h, PEND_LOOP))
+			return;
+		if (code == 404) {
+			/* The host was deleted: the step runner exits and the agent registers
+			 * again, as after "exit". */
+			h->phase = PH_REGISTER;
+			schedule(s, h, cap_ms(s, EXIT_FLOOR_MS), PEND_LOOP);
+		} else {
+			schedule(s, h, cap_ms(s, DEFAULT_NEXT_SECONDS * 1000), PEND_LOOP);
+		}
+		return;
+	}
+	set_state(s, h, simulate_state_after_instructions(h->state, j));
+	h->next_secs = simulate_next_seconds(j, s->o->max_poll_seconds);
+	h->exit_after = !strcmp(jstr(j, "post_step_action"), "exit");
+	h->steps = json_is_array(steps) ? json_incref(steps) : json_array();
+	h->step_pos = 0;
+	h->phase = PH_REPLY;
+	json_decref(j);
+	make_ready(s, h, PEND_LOOP);
+}
+
+static void on_reply(struct sim *s, struct host *h, bool ok, bool transient)
+{
+	if (ok) {
+		struct dedup *d = dedup_slot(h, fnv1a(h->req_step_type));
+		d->out_hash = h->req_out_hash;
+		d->at_ms = util_mono_ms();
+	} else if (transient && retry(s, h, PEND_LOOP)) {
+		return; /* the same step again */
+	}
+	h->attempt[0] = 0;
+	h->step_pos++;
+	make_ready(s, h, PEND_LOOP);
+}
+
+static void on_progress(struct sim *s, struct host *h, bool ok, bool transient, long code)
+{
+	const char *stage = h->stages && h->stage_pos < h->nstages ? h->stages[h->stage_pos] : "";
+	bool failed = s->o->fail_at_stage && !strcmp(stage, s->o->fail_at_stage);
+
+	if (!ok && (transient || code >= 500)) {
+		/* The same stage again: soon while retries last, then every stage period. */
+		if (!retry(s, h, PEND_STAGE))
+			schedule(s, h, (int64_t)(s->o->stage_seconds > 10 ? s->o->stage_seconds : 10) * 1000, PEND_STAGE);
+		return;
+	}
+	h->attempt[1] = 0;
+	if (!ok || failed) {
+		/* The hub refused the stage (e.g. day-2 hosts stop at Rebooting), or we
+		 * just reported the simulated failure: this host's timeline ends. */
+		if (failed && ok)
+			set_state(s, h, SIM_FAILED);
+		h->stages = NULL;
+		return;
+	}
+	if (!strcmp(stage, "Rebooting"))
+		h->rebooted = true; /* the discovery agent does not survive the reboot */
+	if (++h->stage_pos < h->nstages) {
+		schedule(s, h, (int64_t)s->o->stage_seconds * 1000, PEND_STAGE);
+	} else {
+		set_state(s, h, SIM_INSTALLED);
+		h->phase = PH_GONE;
 	}
 }
 
 static void on_done(struct sim *s, struct host *h, CURLcode cc)
 {
 	long code = 0;
-	bool ok;
+	bool ok, transient;
 
 	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &code);
 	curl_multi_remove_handle(s->multi, h->easy);
@@ -448,81 +691,27 @@ static void on_done(struct sim *s, struct host *h, CURLcode cc)
 	h->busy = false;
 	s->inflight--;
 	ok = cc == CURLE_OK && code >= 200 && code < 300;
+	transient = simulate_transient(cc != CURLE_OK, code);
 	if (!ok)
 		s->errors++;
+	else
+		h->attempt[h->req == REQ_PROGRESS] = 0;
 
 	switch (h->req) {
 	case REQ_REGISTER:
-		if (ok) {
-			if (h->sstate == S_UNREG)
-				set_sstate(s, h, S_DISCOVERING);
-			h->phase = PH_GET;
-			make_ready(s, h, PEND_LOOP);
-		} else if (code == 401 || code == 403 || code == 404 || code == 409 || code == 400) {
-			/* Upstream waits forever on these; we keep asking, slowly. */
-			schedule(s, h, RETRY_FORBIDDEN_MS, PEND_LOOP);
-		} else {
-			schedule(s, h, RETRY_ERROR_MS + (h->idx % 5000), PEND_LOOP);
-		}
+		on_register(s, h, ok, transient, code);
 		break;
-	case REQ_GET: {
-		json_t *j = ok ? json_loadb(h->resp.buf, h->resp.len, 0, NULL) : NULL;
-		json_t *steps = json_object_get(j, "instructions");
-		if (!ok || !j) {
-			if (code == 404) /* the host was deleted: register again */
-				h->phase = PH_REGISTER;
-			for (size_t k = 0; k < DEDUP_SLOTS; k++)
-				h->dedup[k].at_ms = 0, h->dedup[k].out_hash = 0;
-			json_decref(j);
-			schedule(s, h, RETRY_ERROR_MS, PEND_LOOP);
-			break;
-		}
-		h->next_secs = (int)json_integer_value(json_object_get(j, "next_instruction_seconds"));
-		if (h->next_secs < 0 || h->next_secs > 3600)
-			h->next_secs = 60;
-		h->exit_after = !strcmp(json_string_value(json_object_get(j, "post_step_action")) ?: "", "exit");
-		h->steps = json_is_array(steps) ? json_incref(steps) : json_array();
-		h->step_pos = 0;
-		h->phase = PH_REPLY;
-		json_decref(j);
-		make_ready(s, h, PEND_LOOP);
+	case REQ_GET:
+		on_instructions(s, h, ok, transient, code);
 		break;
-	}
 	case REQ_REPLY:
-		if (ok) {
-			struct dedup *d = dedup_slot(h, fnv1a(h->req_step_type));
-			d->out_hash = h->req_out_hash;
-			d->at_ms = util_mono_ms();
-		}
-		h->step_pos++;
-		make_ready(s, h, PEND_LOOP);
+		on_reply(s, h, ok, transient);
 		break;
-	case REQ_PROGRESS: {
-		const char *stage = h->stages && h->stage_pos < h->nstages ? h->stages[h->stage_pos] : "";
-		bool failed = s->o->fail_at_stage && !strcmp(stage, s->o->fail_at_stage);
-		if (!ok && (cc != CURLE_OK || code >= 500)) {
-			schedule(s, h, RETRY_ERROR_MS, PEND_STAGE); /* transient: same stage again */
-			break;
-		}
-		if (!ok || failed) {
-			/* The hub refused the stage (e.g. day-2 hosts stop at Rebooting), or we
-			 * just reported the simulated failure: this host's timeline ends. */
-			if (failed && ok)
-				set_sstate(s, h, S_FAILED);
-			h->stages = NULL;
-			break;
-		}
-		if (!strcmp(stage, "Rebooting"))
-			h->rebooted = true; /* the discovery agent does not survive the reboot */
-		if (++h->stage_pos < h->nstages) {
-			schedule(s, h, (int64_t)s->o->stage_seconds * 1000, PEND_STAGE);
-		} else {
-			set_sstate(s, h, S_INSTALLED);
-			h->phase = PH_GONE;
-		}
+	case REQ_PROGRESS:
+		on_progress(s, h, ok, transient, code);
 		break;
-	}
 	case REQ_NONE:
+	case REQ_N:
 		break;
 	}
 	h->req = REQ_NONE;
@@ -534,15 +723,26 @@ static void on_done(struct sim *s, struct host *h, CURLcode cc)
 
 static void print_status(struct sim *s)
 {
-	char line[512];
-	int n = snprintf(line, sizeof(line), "simulate: hosts=%u registered=%u", s->o->hosts,
-			 s->o->hosts - s->count[S_UNREG]);
+	char line[768];
+	size_t n = 0;
+	unsigned long total = 0;
 
-	for (int i = S_DISCOVERING; i < S_N && n < (int)sizeof(line); i++)
-		n += snprintf(line + n, sizeof(line) - (size_t)n, " %s=%u", SSTATE_NAMES[i], s->count[i]);
-	if (n < (int)sizeof(line))
-		snprintf(line + n, sizeof(line) - (size_t)n, " requests=%lu errors=%lu inflight=%u", s->requests,
-			 s->errors, s->inflight);
+#define ADD(...) \
+	do { \
+		if (n < sizeof(line)) \
+			n += (size_t)snprintf(line + n, sizeof(line) - n, __VA_ARGS__); \
+	} while (0)
+	ADD("simulate: t=%.0fs hosts=%u registered=%u", since(s, s->t0), s->o->hosts, s->registered);
+	for (int i = 0; i < SIM_NSTATES; i++)
+		ADD(" %s=%u", simulate_state_names[i], s->count[i]);
+	for (int i = REQ_REGISTER; i < REQ_N; i++)
+		total += s->requests[i];
+	ADD(" requests=%lu", total);
+	for (int i = REQ_REGISTER; i < REQ_N; i++)
+		ADD(" %s=%lu", REQ_NAMES[i], s->requests[i]);
+	ADD(" retries=%lu errors=%lu inflight=%u ready=%zu timers=%zu", s->retries, s->errors, s->inflight, s->flen,
+	    s->nheap);
+#undef ADD
 	fprintf(stderr, "%s\n", line);
 }
 
@@ -553,18 +753,19 @@ static size_t to_file(char *data, size_t size, size_t n, void *arg)
 	return fwrite(data, size, n, arg) * size;
 }
 
-int simulate_load_config(const struct simulate_opts *o, struct fakehost_config *ret, ah_err *err)
+int simulate_load_config(const struct simulate_opts *o, const char *source, struct fakehost_config *ret,
+			 ah_err *err)
 {
 	char *ign = NULL;
 	size_t len = 0;
 	int r;
 
-	if (o->ignition_file) {
-		r = util_read_file(o->ignition_file, &ign, &len);
+	if (o->from_ignition) {
+		r = util_read_file(source, &ign, &len);
 		if (r < 0)
-			return ah_err_set(err, -r, 0, "", "%s: %s", o->ignition_file, strerror(-r));
+			return ah_err_set(err, -r, 0, "", "%s: %s", source, strerror(-r));
 	} else {
-		char path[] = "/tmp/agenthub-sim-iso-XXXXXX", cerr[CURL_ERROR_SIZE] = "";
+		char cerr[CURL_ERROR_SIZE] = "";
 		const char *tmpdir = getenv("TMPDIR");
 		char tpath[4096];
 		int fd;
@@ -575,7 +776,7 @@ int simulate_load_config(const struct simulate_opts *o, struct fakehost_config *
 		snprintf(tpath, sizeof(tpath), "%s/agenthub-sim-iso-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
 		fd = mkstemp(tpath);
 		if (fd < 0)
-			return ah_err_set(err, errno, 0, "", "%s: %s", path, strerror(errno));
+			return ah_err_set(err, errno, 0, "", "%s: %s", tpath, strerror(errno));
 		unlink(tpath); /* the fd keeps it alive; nothing to clean up on exit */
 		f = fdopen(fd, "w+");
 		c = curl_easy_init();
@@ -587,7 +788,7 @@ int simulate_load_config(const struct simulate_opts *o, struct fakehost_config *
 			curl_easy_cleanup(c);
 			return ah_err_set(err, ENOMEM, 0, "", "out of memory");
 		}
-		curl_easy_setopt(c, CURLOPT_URL, o->iso_url);
+		curl_easy_setopt(c, CURLOPT_URL, source);
 		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_file);
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
 		curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
@@ -603,13 +804,13 @@ int simulate_load_config(const struct simulate_opts *o, struct fakehost_config *
 		curl_easy_cleanup(c);
 		if (cc != CURLE_OK || fflush(f) != 0) {
 			fclose(f);
-			return ah_err_set(err, EIO, 0, "", "download %s: %s", o->iso_url,
+			return ah_err_set(err, EIO, 0, "", "download %s: %s", source,
 					  cerr[0] ? cerr : curl_easy_strerror(cc));
 		}
 		r = iso_extract_ignition(fileno(f), &ign, &len, err);
 		fclose(f);
 		if (r < 0) {
-			ah_err_prefix(err, "%s", o->iso_url);
+			ah_err_prefix(err, "%s", source);
 			return r;
 		}
 	}
@@ -622,7 +823,7 @@ void simulate_opts_default(struct simulate_opts *o)
 {
 	*o = (struct simulate_opts){ .hosts = 1, .cpus = 8, .memory_gib = 32, .disk_gib = 120,
 				     .subnet = "192.168.111.0/24", .stage_seconds = 5, .seed = 1,
-				     .max_inflight = 256 };
+				     .max_inflight = 256, .ramp_ms = 5000, .status_seconds = 10 };
 }
 
 /* ---- the loop ---- */
@@ -651,43 +852,66 @@ static void sim_release(struct sim *s)
 	free(s->hosts);
 	free(s->heap);
 	free(s->fifo);
-	free(s->base);
-	fakehost_config_release(&s->cfg);
+	for (unsigned i = 0; s->src && i < s->nsrc; i++) {
+		free(s->src[i].base);
+		fakehost_config_release(&s->src[i].cfg);
+	}
+	free(s->src);
 }
 
-int simulate_run(const struct simulate_opts *o, ah_err *err)
+static int load_source(struct sim *s, struct source *src, const char *source, ah_err *err)
 {
-	struct sim s = { .o = o };
-	struct sigaction sa = { .sa_handler = on_signal };
-	int64_t next_status, deadline;
 	const char *url;
 	size_t ul;
 	int r;
 
+	r = simulate_load_config(s->o, source, &src->cfg, err);
+	if (r < 0)
+		return r;
+	url = s->o->service_url ? s->o->service_url : src->cfg.service_url;
+	ul = strlen(url);
+	while (ul > 0 && url[ul - 1] == '/')
+		ul--;
+	if (asprintf(&src->base, "%.*s/api/assisted-install/v2/infra-envs/%s/hosts", (int)ul, url,
+		     src->cfg.infra_env_id) < 0) {
+		src->base = NULL;
+		return ah_err_set(err, ENOMEM, 0, "", "out of memory");
+	}
+	if (src->cfg.ca_pem) {
+		src->ca_blob.data = src->cfg.ca_pem;
+		src->ca_blob.len = strlen(src->cfg.ca_pem);
+		src->ca_blob.flags = CURL_BLOB_NOCOPY;
+	}
+	return 0;
+}
+
+int simulate_run(const struct simulate_opts *o, ah_err *err)
+{
+	struct sim s = { .o = o, .rng = o->seed * 0x9e3779b97f4a7c15ull + 1 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	int64_t next_status, deadline, start;
+	int r;
+
 	if (o->hosts == 0 || o->max_inflight == 0)
 		return ah_err_set(err, EINVAL, 0, "", "--hosts and the request limit must be positive");
+	if (o->nsources == 0)
+		return ah_err_set(err, EINVAL, 0, "", "no discovery ISO (--iso) or Ignition (--ignition) given");
 	r = fakehost_fleet_init(&s.fleet, o->seed, o->hosts, o->cpus, o->memory_gib, o->disk_gib, o->subnet, err);
 	if (r < 0)
 		return r;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return ah_err_set(err, EIO, 0, "", "libcurl initialisation failed");
-	r = simulate_load_config(o, &s.cfg, err);
-	if (r < 0)
-		goto out;
-	url = o->service_url ? o->service_url : s.cfg.service_url;
-	ul = strlen(url);
-	while (ul > 0 && url[ul - 1] == '/')
-		ul--;
-	if (asprintf(&s.base, "%.*s/api/assisted-install/v2/infra-envs/%s/hosts", (int)ul, url,
-		     s.cfg.infra_env_id) < 0) {
-		s.base = NULL;
+	s.src = calloc(o->nsources, sizeof(*s.src));
+	if (!s.src) {
 		r = ah_err_set(err, ENOMEM, 0, "", "out of memory");
 		goto out;
 	}
-	if (s.cfg.ca_pem) {
-		s.ca_blob.data = s.cfg.ca_pem;
-		s.ca_blob.len = strlen(s.cfg.ca_pem);
-		s.ca_blob.flags = CURL_BLOB_NOCOPY;
+	for (; s.nsrc < o->nsources; s.nsrc++) {
+		r = load_source(&s, &s.src[s.nsrc], o->sources[s.nsrc], err);
+		if (r < 0) {
+			s.nsrc++; /* release what this one holds too */
+			goto out;
+		}
 	}
 	s.hosts = calloc(o->hosts, sizeof(*s.hosts));
 	s.fifo = calloc(o->hosts, sizeof(*s.fifo));
@@ -698,27 +922,34 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 		goto out;
 	}
 	curl_multi_setopt(s.multi, CURLMOPT_MAXCONNECTS, (long)o->max_inflight);
-	s.count[S_UNREG] = o->hosts;
+	s.count[SIM_UNREGISTERED] = o->hosts;
+	start = util_mono_ms();
 	for (unsigned i = 0; i < o->hosts; i++) {
 		struct host *h = &s.hosts[i];
 		h->idx = i;
 		fakehost_host_id(&s.fleet, i, h->id);
 		strbuf_init(&h->resp, RESP_MAX);
-		h->next_secs = 60;
-		/* Spread the boots over the first seconds, as a rack powering on would. */
-		if (heap_push(&s, util_mono_ms() + (int64_t)(i % 1000) * 5, i, PEND_LOOP) < 0) {
+		h->next_secs = DEFAULT_NEXT_SECONDS;
+		/* Spread the boots over ramp_ms, as a rack powering on would. */
+		if (heap_push(&s, start + (int64_t)((uint64_t)i * o->ramp_ms / o->hosts), i, PEND_LOOP) < 0) {
 			r = ah_err_set(err, ENOMEM, 0, "", "out of memory");
 			goto out;
 		}
 	}
-	fprintf(stderr, "simulate: %u hosts against %s (infra-env %s)\n", o->hosts, s.base, s.cfg.infra_env_id);
+	if (o->nsources == 1)
+		fprintf(stderr, "simulate: %u hosts against %s (infra-env %s)\n", o->hosts, s.src[0].base,
+			s.src[0].cfg.infra_env_id);
+	else
+		fprintf(stderr, "simulate: %u hosts from %u discovery images (host i boots image i %% %u)\n",
+			o->hosts, o->nsources, o->nsources);
 
 	stop_requested = 0;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	next_status = util_mono_ms() + STATUS_EVERY_MS;
-	deadline = o->duration_seconds ? util_mono_ms() + (int64_t)o->duration_seconds * 1000 : 0;
+	s.t0 = util_mono_ms();
+	next_status = s.t0 + (int64_t)(o->status_seconds ? o->status_seconds : 10) * 1000;
+	deadline = o->duration_seconds ? s.t0 + (int64_t)o->duration_seconds * 1000 : 0;
 	while (!stop_requested) {
 		int64_t now = util_mono_ms();
 		int running, msgs, wait;
@@ -748,7 +979,7 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 		}
 		if (now >= next_status) {
 			print_status(&s);
-			next_status = now + STATUS_EVERY_MS;
+			next_status = now + (int64_t)(o->status_seconds ? o->status_seconds : 10) * 1000;
 		}
 		wait = 1000;
 		if (s.nheap && s.heap[0].due - now < wait)

@@ -3,20 +3,28 @@
  * simulate_run() boots N virtual hosts the way real ones boot: it downloads the InfraEnv's
  * discovery ISO, takes the discovery Ignition out of its embed area, reads agent.service's
  * configuration (service URL, infra-env id, token, hub CA) and then runs every host's
- * agent loop against the hub: register, GET instructions, reply to each step with what
- * fakehost.h synthesises, sleep next_instruction_seconds; an `install` step starts the
- * host's install progress reports (PUT .../progress every stage_seconds through the
- * upstream stage list for its role).
+ * agent loop against the hub as the upstream agent does (backend.md §7.3): register, GET
+ * instructions, reply to each step with what fakehost.h synthesises, sleep
+ * next_instruction_seconds; an `install` step starts the host's install progress reports
+ * (PUT .../progress every stage_seconds through the upstream stage list for its role).
+ * Several ISOs may be given: host i boots from source i % nsources.
+ *
+ * Errors back off as upstream: a transport error, 503 or 504 is retried 3 times after
+ * 2-10 s (jittered); then a registration is retried after the 60 s register interval
+ * (401/403/404/409 stop the host for good: "refused"), a failed GET instructions flushes
+ * the reply cache and waits the default 60 s, a failed reply is dropped.
  *
  * One thread, one event loop: libcurl's multi interface plus a timer heap; at most
  * max_inflight requests are in flight at once, so 10 000 hosts cost memory per host
- * (a few hundred bytes when idle) and nothing more.  A status line goes to stderr every
- * 10 s.  Runs until SIGINT/SIGTERM (or duration_seconds), then returns 0.
+ * (a few hundred bytes when idle) and nothing more.  A status line with the hosts per
+ * state goes to stderr every status_seconds.  Runs until SIGINT/SIGTERM (or
+ * duration_seconds), then returns 0.
  *
  * Not thread-safe: one simulation per process (it installs signal handlers). */
 #ifndef AH_AGENT_SIMULATE_H
 #define AH_AGENT_SIMULATE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,31 +32,73 @@
 #include "base/error.h"
 
 struct simulate_opts {
-	const char *iso_url;       /* the discovery ISO; or */
-	const char *ignition_file; /* a discovery Ignition JSON file instead of the ISO */
-	const char *service_url;   /* overrides the Ignition's --url (NULL = keep) */
+	const char *const *sources; /* discovery ISO URLs, or Ignition JSON files when from_ignition */
+	unsigned nsources;
+	bool from_ignition;
+	const char *service_url;    /* overrides the Ignition's --url (NULL = keep) */
 	unsigned hosts;
-	unsigned cpus;             /* default 8 */
-	unsigned memory_gib;       /* default 32 */
-	unsigned disk_gib;         /* default 120 */
-	const char *subnet;        /* default "192.168.111.0/24" */
-	unsigned stage_seconds;    /* default 5 */
-	const char *fail_at_stage; /* NULL = never fail */
+	unsigned cpus;              /* default 8 */
+	unsigned memory_gib;        /* default 32 */
+	unsigned disk_gib;          /* default 120 */
+	const char *subnet;         /* default "192.168.111.0/24" */
+	unsigned stage_seconds;     /* default 5 */
+	const char *fail_at_stage;  /* NULL = never fail */
 	uint64_t seed;
-	const char *cacert;        /* PEM file; overrides the Ignition's hub CA */
-	bool insecure;             /* skip TLS verification */
-	unsigned max_inflight;     /* default 256 */
-	unsigned duration_seconds; /* 0 = until signalled */
+	const char *cacert;         /* PEM file; overrides the Ignition's hub CA */
+	bool insecure;              /* skip TLS verification */
+	unsigned max_inflight;      /* default 256 */
+	unsigned duration_seconds;  /* 0 = until signalled */
+	unsigned max_poll_seconds;  /* cap on every sleep between polls (0 = none, upstream) */
+	unsigned ramp_ms;           /* boots spread evenly over this many ms (default 5000) */
+	unsigned status_seconds;    /* status line period (default 10) */
 };
 
-/* Fill o with the defaults above (hosts 1, seed 1). */
+/* Fill o with the defaults above (hosts 1, seed 1, no sources). */
 void simulate_opts_default(struct simulate_opts *o);
 
-/* Download the ISO (or read the Ignition file) and parse the agent configuration.
- * 0, or -errno with a message in err.  The caller releases *ret. */
-int simulate_load_config(const struct simulate_opts *o, struct fakehost_config *ret, ah_err *err);
+/* Download the ISO at url (or read the Ignition file at path when o->from_ignition) and
+ * parse the agent configuration.  0, or -errno with a message in err.  The caller
+ * releases *ret. */
+int simulate_load_config(const struct simulate_opts *o, const char *source, struct fakehost_config *ret,
+			 ah_err *err);
 
 /* Run the fleet; 0 on a clean stop, -errno (message in err) when it cannot start. */
 int simulate_run(const struct simulate_opts *o, ah_err *err);
+
+/* ---- pure pieces, exposed for the tests ---- */
+
+/* What the simulator knows of a host's state: its own progress through the protocol and
+ * what the instructions reveal of the hub's state (backend.md §7.4).  The exact hub state
+ * (known-unbound, insufficient, ...) is on the Agent: status.debugInfo.state. */
+enum simulate_state {
+	SIM_UNREGISTERED, /* not registered yet (or retrying) */
+	SIM_DISCOVERY,    /* registered; gets discovery steps (inventory, ntp, ...) */
+	SIM_DISCONNECTED, /* hub answers as for a disconnected host (inventory, 120 s) */
+	SIM_BINDING,      /* hub answers "exit" (binding, unbinding) */
+	SIM_PREPARING,    /* preparing-for-installation steps */
+	SIM_INSTALLING,   /* got `install`: reporting progress stages */
+	SIM_INSTALLED,    /* reported Done */
+	SIM_FAILED,       /* reported Failed (--fail-at-stage) */
+	SIM_ERROR,        /* hub sends stop-installation / logs-gather (error, cancelled) */
+	SIM_REFUSED,      /* registration refused (401/403/404/409): waits forever */
+	SIM_NSTATES
+};
+extern const char *const simulate_state_names[SIM_NSTATES];
+
+/* The state a GET instructions reply shows, from `cur`: installed and failed are kept;
+ * replies that reveal nothing (no steps) keep `cur`. */
+enum simulate_state simulate_state_after_instructions(enum simulate_state cur, const json_t *reply);
+
+/* next_instruction_seconds of a reply (an integer or a whole real), or 60 (the upstream
+ * default) when missing or outside 0..3600; then capped to max_poll_seconds when that
+ * is not 0. */
+int simulate_next_seconds(const json_t *reply, unsigned max_poll_seconds);
+
+/* Upstream's HTTP client retries transport errors and 503/504. */
+bool simulate_transient(bool transport_error, long http_code);
+
+/* Delay before retry number `attempt` (1-based) of a transient failure: 2000-10000 ms,
+ * picked by the 64-bit state *rng; -1 once the 3 retries are spent. */
+int simulate_retry_delay_ms(unsigned attempt, uint64_t *rng);
 
 #endif

@@ -2,9 +2,12 @@
  * the agent controller's table (kubeapi spec §2.3). */
 #include "assisted/conditions.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "assisted/validations.h"
 #include "base/strbuf.h"
 
 static bool in(const char *s, const char *const *set)
@@ -170,28 +173,20 @@ static json_t *bound(const char *st)
 }
 
 json_t *agent_conditions(const char *status, const char *status_info, const json_t *validations_info,
-			 bool approved, bool spec_synced, const char *spec_sync_error)
+			 bool approved, const ah_err *spec_err)
 {
 	static const char *const types[] = { "Connected", "RequirementsMet", "Validated", "Installed", "Bound" };
 	json_t *a = json_array();
 
-	if (spec_synced) {
+	if (!spec_err)
 		json_array_append_new(a, cond("SpecSynced", "True", "SyncOK", "The Spec has been successfully applied",
 					      NULL));
-	} else {
-		const char *e = spec_sync_error ? spec_sync_error : "";
-
-		if (!strncmp(e, "input:", 6)) {
-			e += 6;
-			while (*e == ' ')
-				e++;
-			json_array_append_new(a, cond("SpecSynced", "False", "InputError",
-						      "The Spec could not be synced due to an input error: %s", e));
-		} else {
-			json_array_append_new(a, cond("SpecSynced", "False", "BackendError",
-						      "The Spec could not be synced due to backend error: %s", e));
-		}
-	}
+	else if (spec_err->status >= 400 && spec_err->status < 500)
+		json_array_append_new(a, cond("SpecSynced", "False", "InputError",
+					      "The Spec could not be synced due to an input error: %s", spec_err->message));
+	else
+		json_array_append_new(a, cond("SpecSynced", "False", "BackendError",
+					      "The Spec could not be synced due to backend error: %s", spec_err->message));
 	if (!status) {
 		for (size_t i = 0; i < 5; i++)
 			json_array_append_new(a, cond(types[i], "Unknown", "NotAvailable", "Information not available",
@@ -235,4 +230,321 @@ void conditions_merge_times(json_t *new_conds, const json_t *old_conds, const ch
 			json_object_set_new(c, "lastTransitionTime", json_string(now));
 		json_object_set_new(c, "lastHeartbeatTime", json_null());
 	}
+}
+
+/* ---- the Agent spec sync ---- */
+
+static const char *const spec_states[] = { "discovering", "known", "disconnected", "insufficient",
+					   "pending-for-input", "discovering-unbound", "known-unbound",
+					   "disconnected-unbound", "insufficient-unbound", "binding", NULL };
+
+bool agent_spec_applicable(const char *status)
+{
+	return status && in(status, spec_states);
+}
+
+static const char *sval(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s ? s : "";
+}
+
+#define HOSTNAME_PATTERN "^[a-z0-9][a-z0-9-]{0,62}(?:[.][a-z0-9-]{1,63})*$"
+
+static bool lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* HOSTNAME_PATTERN by hand: a first label of 1-63 [a-z0-9-] starting with
+ * [a-z0-9], then labels of 1-63 [a-z0-9-], each after one dot. */
+static bool hostname_matches(const char *h)
+{
+	size_t lab = 0;
+
+	if (!lower_alnum(h[0]))
+		return false;
+	for (const char *p = h; *p; p++) {
+		if (*p == '.') {
+			if (lab == 0)
+				return false;
+			lab = 0;
+			continue;
+		}
+		if (!lower_alnum(*p) && *p != '-')
+			return false;
+		if (++lab > 63)
+			return false;
+	}
+	return lab > 0;
+}
+
+int agent_validate_hostname(const char *hostname, ah_err *err)
+{
+	static const char *const forbidden[] = { "localhost", "localhost.localdomain", "localhost4",
+						 "localhost4.localdomain4", "localhost6", "localhost6.localdomain6",
+						 NULL };
+
+	/* Upstream's length cap here is the DNS name's 253, not the 63 of
+	 * the hostname-valid validation. */
+	if (strlen(hostname) > 253)
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "hostname is too long");
+	if (!hostname_matches(hostname))
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "Hostname does not pass required regex validation: %s. Hostname: %s",
+				  HOSTNAME_PATTERN, hostname);
+	if (in(hostname, forbidden))
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "The host name %s is forbidden", hostname);
+	return 0;
+}
+
+/* The characters of upstream's installer-argument value pattern
+ * ^[A-Za-z0-9@!#$%*()_+-=//.,";':{}\[\]]+$ where "+-=" is the range
+ * '+'..'=' (which takes in ',', '-', '.', '/', the digits, ':', ';', '<'). */
+static bool installer_value_char(unsigned char c)
+{
+	if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '+' && c <= '='))
+		return true;
+	return c && strchr("@!#$%*()_\"'{}[]", c) != NULL;
+}
+
+int agent_validate_installer_args(const json_t *args, ah_err *err)
+{
+	static const char *const allowed[] = { "--append-karg", "--delete-karg", "-n", "--copy-network",
+					       "--network-dir", "--save-partlabel", "--save-partindex",
+					       "--image-url", "--image-file", NULL };
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(args, i, v) {
+		const char *a = json_string_value(v) ? json_string_value(v) : "";
+
+		if (a[0] == '-') {
+			if (!in(a, allowed))
+				return ah_err_set(err, EINVAL, 400, "BadRequest",
+						  "found unexpected flag %s for installer - allowed flags are [--append-karg --delete-karg -n --copy-network --network-dir --save-partlabel --save-partindex --image-url --image-file]",
+						  a);
+			continue;
+		}
+		bool ok = *a != '\0';
+
+		for (const char *p = a; *p && ok; p++)
+			ok = installer_value_char((unsigned char)*p);
+		if (!ok)
+			return ah_err_set(err, EINVAL, 400, "BadRequest", "found unexpected chars in value %s for installer",
+					  a);
+	}
+	return 0;
+}
+
+/* Go's name for a JSON value's type in its unmarshal errors. */
+static const char *go_json_type(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "object";
+	case JSON_ARRAY: return "array";
+	case JSON_STRING: return "string";
+	case JSON_INTEGER:
+	case JSON_REAL: return "number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "bool";
+	default: return "null";
+	}
+}
+
+/* spec.installerArgs → the compact array text in *ret (NULL for none).
+ * Decoded as Go decodes into []string: null is an empty list, a null
+ * element an empty string. */
+static int installer_args_of(const char *text, const struct agent_spec_ctx *ctx, char **ret, ah_err *err)
+{
+	json_error_t jerr;
+	json_t *v, *out, *e;
+	size_t i;
+	int r;
+
+	*ret = NULL;
+	if (!*text)
+		return 0;
+	v = json_loads(text, JSON_DECODE_ANY, &jerr);
+	if (!v)
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "Fail to unmarshal installer args for host %s in infraEnv %s: %s", ctx->host_id,
+				  ctx->infra_env_id, jerr.text);
+	if (!json_is_array(v) && !json_is_null(v)) {
+		r = ah_err_set(err, EINVAL, 400, "BadRequest",
+			       "Fail to unmarshal installer args for host %s in infraEnv %s: json: cannot unmarshal %s into Go value of type []string",
+			       ctx->host_id, ctx->infra_env_id, go_json_type(v));
+		json_decref(v);
+		return r;
+	}
+	out = json_array();
+	json_array_foreach(v, i, e) {
+		if (!json_is_string(e) && !json_is_null(e)) {
+			r = ah_err_set(err, EINVAL, 400, "BadRequest",
+				       "Fail to unmarshal installer args for host %s in infraEnv %s: json: cannot unmarshal %s into Go value of type string",
+				       ctx->host_id, ctx->infra_env_id, go_json_type(e));
+			json_decref(out);
+			json_decref(v);
+			return r;
+		}
+		json_array_append_new(out, json_string(json_is_string(e) ? json_string_value(e) : ""));
+	}
+	json_decref(v);
+	r = agent_validate_installer_args(out, err);
+	if (r == 0) {
+		*ret = json_dumps(out, JSON_COMPACT);
+		if (!*ret)
+			r = -ENOMEM;
+	}
+	json_decref(out);
+	return r;
+}
+
+static bool disk_is_eligible(const json_t *disk)
+{
+	const json_t *el = json_object_get(disk, "installation_eligibility");
+
+	/* Legacy agents that sent no eligibility count as eligible. */
+	return !json_is_object(el) || json_is_true(json_object_get(el, "eligible"));
+}
+
+/* Whether want names disk: its id or /dev/<name> (upstream's lookup); with
+ * by_path too when asking whether want is the current disk. */
+static bool disk_named(const json_t *disk, const char *want, bool with_by_path)
+{
+	char id[512], dev[300];
+
+	disk_identifier(disk, id, sizeof(id));
+	snprintf(dev, sizeof(dev), "/dev/%s", sval(disk, "name"));
+	return !strcmp(want, id) || !strcmp(want, dev) ||
+	       (with_by_path && *sval(disk, "by_path") && !strcmp(want, sval(disk, "by_path")));
+}
+
+static json_t *inventory_object(const json_t *host)
+{
+	const json_t *inv = json_object_get(host, "inventory");
+
+	if (json_is_string(inv))
+		return json_loads(json_string_value(inv), 0, NULL);
+	return json_is_object(inv) ? json_incref((json_t *)inv) : NULL;
+}
+
+/* The disk spec.installation_disk_id asks for.  0 with *ret_disk NULL when
+ * nothing is to change (no inventory yet, or want names the current disk). */
+static int disk_of(const json_t *host, const char *want, json_t **ret_inv, const json_t **ret_disk, ah_err *err)
+{
+	const char *cur = sval(host, "installation_disk_id");
+	json_t *inv = strcmp(cur, want) ? inventory_object(host) : NULL, *d;
+	const json_t *pick = NULL;
+	size_t i;
+
+	*ret_inv = NULL;
+	*ret_disk = NULL;
+	if (!inv || !strcmp(cur, want)) {
+		json_decref(inv);
+		return 0;
+	}
+	json_array_foreach(json_object_get(inv, "disks"), i, d) {
+		if (*cur && disk_named(d, cur, false) && disk_named(d, want, true)) {
+			json_decref(inv);
+			return 0;
+		}
+		if (!pick && disk_is_eligible(d) && disk_named(d, want, false))
+			pick = d;
+	}
+	if (!pick) {
+		json_decref(inv);
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "Requested installation disk is not part of the host's valid disks");
+	}
+	*ret_inv = inv;
+	*ret_disk = pick;
+	return 0;
+}
+
+static int ignition_check(const char *text, const struct agent_spec_ctx *ctx, ah_err *err)
+{
+	json_error_t jerr;
+	json_t *v;
+
+	if (ctx->validate_ignition)
+		return ctx->validate_ignition(text, err);
+	v = json_loads(text, 0, &jerr);
+	json_decref(v);
+	if (!v)
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "error parsing ignition: %s", jerr.text);
+	return 0;
+}
+
+static bool set_if_differs(json_t *host, const char *key, const char *value)
+{
+	if (!value) {
+		if (!json_object_get(host, key))
+			return false;
+		json_object_del(host, key);
+		return true;
+	}
+	if (!strcmp(sval(host, key), value) && json_object_get(host, key))
+		return false;
+	json_object_set_new(host, key, json_string(value));
+	return true;
+}
+
+int agent_spec_apply(json_t *host, const json_t *spec, const struct agent_spec_ctx *ctx, bool *ret_changed,
+		     ah_err *err)
+{
+	static const char *const roles[] = { "auto-assign", "master", "worker", "arbiter", NULL };
+	const char *ign = sval(spec, "ignitionConfigOverrides"), *role = sval(spec, "role");
+	const char *hostname = sval(spec, "hostname"), *disk_id = sval(spec, "installation_disk_id");
+	const char *cur_role = *sval(host, "role") ? sval(host, "role") : "auto-assign";
+	const json_t *disk = NULL;
+	json_t *inv = NULL;
+	char *args = NULL, dev[300], id[512];
+	bool changed = false;
+	int r;
+
+	if (ret_changed)
+		*ret_changed = false;
+	if (!agent_spec_applicable(json_string_value(json_object_get(host, "status"))))
+		return 0;
+	/* Check everything first, so that a bad value changes nothing. */
+	if ((r = installer_args_of(sval(spec, "installerArgs"), ctx, &args, err)) < 0)
+		return r;
+	/* What was applied before passed already. */
+	if (*ign && strcmp(ign, sval(host, "ignition_config_overrides")) && (r = ignition_check(ign, ctx, err)) < 0)
+		goto out;
+	if (*role && strcmp(role, cur_role) && !in(role, roles)) {
+		r = ah_err_set(err, EINVAL, 400, "BadRequest", "Requested role (%s) is invalid for host %s from infraEnv %s",
+			       role, ctx->host_id, ctx->infra_env_id);
+		goto out;
+	}
+	if (*hostname && strcmp(hostname, sval(host, "requested_hostname")) &&
+	    (r = agent_validate_hostname(hostname, err)) < 0)
+		goto out;
+	if (*disk_id && (r = disk_of(host, disk_id, &inv, &disk, err)) < 0)
+		goto out;
+
+	changed |= set_if_differs(host, "installer_args", args);
+	changed |= set_if_differs(host, "ignition_config_overrides", *ign ? ign : NULL);
+	/* A new role voids the suggestion made for the old one. */
+	if (*role && set_if_differs(host, "role", role)) {
+		json_object_del(host, "suggested_role");
+		changed = true;
+	}
+	if (*hostname)
+		changed |= set_if_differs(host, "requested_hostname", hostname);
+	if (disk) {
+		disk_identifier(disk, id, sizeof(id));
+		snprintf(dev, sizeof(dev), "/dev/%s", sval(disk, "name"));
+		changed |= set_if_differs(host, "installation_disk_id", id);
+		changed |= set_if_differs(host, "installation_disk_path", dev);
+	}
+	if (ret_changed)
+		*ret_changed = changed;
+	r = 0;
+out:
+	json_decref(inv);
+	free(args);
+	return r;
 }

@@ -7,6 +7,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "base/error.h"
+
 /* The six Agent conditions, in this order: SpecSynced, Connected,
  * RequirementsMet, Validated, Installed, Bound.  Each element is
  * {type, status ("True"|"False"|"Unknown"), reason, message,
@@ -17,15 +19,55 @@
  * - validations_info: the host's category → [{id,status,message}] (object
  *   or its JSON text); failing (failure/error) and pending lists exclude
  *   success, success-suppress-output and disabled entries.
- * - spec_synced false → SpecSynced False with reason InputError when
- *   spec_sync_error starts with "input:" (the prefix is dropped), else
- *   BackendError. */
+ * - spec_err: the outcome of the spec sync (agent_spec_apply()).  NULL →
+ *   SpecSynced True SyncOK; a user-class error (status 4xx, as upstream
+ *   counts a backend 4xx) → False InputError; any other → False
+ *   BackendError; the message carries spec_err->message. */
 json_t *agent_conditions(const char *status, const char *status_info, const json_t *validations_info,
-			 bool approved, bool spec_synced, const char *spec_sync_error);
+			 bool approved, const ah_err *spec_err);
 
 /* For each condition in new_conds: when old_conds holds the same type with
  * the same status, copy its lastTransitionTime; otherwise set now_rfc3339.
  * lastHeartbeatTime is always null.  new_conds is modified in place. */
 void conditions_merge_times(json_t *new_conds, const json_t *old_conds, const char *now_rfc3339);
+
+/* ---- the Agent spec sync (kubeapi §4.4 step 8, §2 SpecSynced) ----
+ *
+ * The host model (validations.h) keeps what was last applied from the
+ * Agent's spec: role ("auto-assign" when never set), requested_hostname,
+ * installation_disk_id / installation_disk_path, installer_args (compact
+ * JSON array text) and ignition_config_overrides (JSON text). */
+
+/* Whether the spec's host fields may be applied in host status: PRE, the
+ * four -unbound states and binding.  In other states upstream drops spec
+ * edits silently (SpecSynced stays True); approval is not affected. */
+bool agent_spec_applicable(const char *status);
+
+struct agent_spec_ctx {
+	const char *host_id;       /* for messages: the Agent name */
+	const char *infra_env_id;  /* for messages */
+	/* Check a non-empty ignitionConfigOverrides text: 0, or a negative
+	 * errno with err set (status 400).  NULL: any JSON object passes. */
+	int (*validate_ignition)(const char *text, ah_err *err);
+};
+
+/* Apply spec (the Agent's spec object) to host, in upstream order:
+ * installerArgs, ignitionConfigOverrides, then the one host update of role,
+ * hostname and installation_disk_id.  Empty spec values leave the applied
+ * ones (upstream sends only non-empty role/hostname/disk); an empty
+ * installerArgs or ignitionConfigOverrides removes the applied one.
+ * All or nothing: on the first bad value returns -EINVAL with err set
+ * (status 400, the upstream message) and leaves host untouched.  In states
+ * where agent_spec_applicable() is false, nothing is checked or applied.
+ * The installation disk needs the host's inventory: without one it is left
+ * for a later pass (no error).  *ret_changed (may be NULL) tells whether
+ * host changed.  Pure; -ENOMEM on allocation failure. */
+int agent_spec_apply(json_t *host, const json_t *spec, const struct agent_spec_ctx *ctx, bool *ret_changed,
+		     ah_err *err);
+
+/* The upstream checks agent_spec_apply() runs, for other callers: 0 or
+ * -EINVAL with err (status 400) set to the upstream message. */
+int agent_validate_hostname(const char *hostname, ah_err *err);
+int agent_validate_installer_args(const json_t *args, ah_err *err);
 
 #endif

@@ -16,10 +16,16 @@ static void usage(FILE *f)
 {
 	fputs("usage: agenthub-agent inventory [--root DIR]\n"
 	      "       agenthub-agent host-id [--root DIR]\n"
-	      "       agenthub-agent simulate (--iso URL | --ignition FILE) --hosts N [--cpus C]\n"
-	      "           [--memory-gib M] [--disk-gib D] [--subnet CIDR] [--stage-seconds S]\n"
+	      "       agenthub-agent simulate (--iso URL... | --iso-list FILE | --ignition FILE...) --hosts N\n"
+	      "           [--cpus C] [--memory-gib M] [--disk-gib D] [--subnet CIDR] [--stage-seconds S]\n"
 	      "           [--fail-at-stage STAGE] [--seed S] [--cacert FILE] [--insecure]\n"
-	      "           [--service-url URL] [--max-inflight K] [--duration SECONDS]\n",
+	      "           [--service-url URL] [--max-inflight K] [--duration SECONDS]\n"
+	      "           [--max-poll-seconds S] [--ramp-seconds S] [--status-seconds S]\n"
+	      "\n"
+	      "simulate: --iso and --ignition may be repeated (host i boots source i mod count);\n"
+	      "--iso-list reads one URL per line (blank lines and # comments skipped).\n"
+	      "--max-poll-seconds caps every pause between polls (default: the hub's\n"
+	      "next_instruction_seconds, as upstream); --ramp-seconds spreads the boots (default 5).\n",
 	      f);
 }
 
@@ -72,10 +78,62 @@ static int cmd_inventory(int argc, char **argv, bool host_id)
 	return 0;
 }
 
+/* Append the non-empty, non-comment lines of path to *list. */
+static int read_list(const char *path, char ***list, unsigned *n)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+
+	if (!f) {
+		fprintf(stderr, "agenthub-agent simulate: --iso-list: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		char *p = line, **nl;
+		while (len > 0 && (p[len - 1] == '\n' || p[len - 1] == '\r' || p[len - 1] == ' ' || p[len - 1] == '\t'))
+			p[--len] = '\0';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p || *p == '#')
+			continue;
+		nl = realloc(*list, (*n + 1) * sizeof(**list));
+		if (!nl || !(nl[*n] = strdup(p))) {
+			if (nl)
+				*list = nl;
+			free(line);
+			fclose(f);
+			fprintf(stderr, "agenthub-agent simulate: out of memory\n");
+			return -1;
+		}
+		*list = nl;
+		(*n)++;
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+static int add_source(char ***list, unsigned *n, const char *v)
+{
+	char **nl = realloc(*list, (*n + 1) * sizeof(**list));
+
+	if (!nl || !(nl[*n] = strdup(v))) {
+		if (nl)
+			*list = nl;
+		fprintf(stderr, "agenthub-agent simulate: out of memory\n");
+		return -1;
+	}
+	*list = nl;
+	(*n)++;
+	return 0;
+}
+
 static int cmd_simulate(int argc, char **argv)
 {
 	enum { O_ISO = 256, O_IGN, O_HOSTS, O_CPUS, O_MEM, O_DISK, O_SUBNET, O_STAGE, O_FAIL, O_SEED,
-	       O_CACERT, O_INSECURE, O_URL, O_INFLIGHT, O_DURATION };
+	       O_CACERT, O_INSECURE, O_URL, O_INFLIGHT, O_DURATION, O_MAXPOLL, O_RAMP, O_STATUS, O_ISOLIST };
 	static const struct option longopts[] = {
 		{ "iso", required_argument, NULL, O_ISO },
 		{ "ignition", required_argument, NULL, O_IGN },
@@ -92,20 +150,36 @@ static int cmd_simulate(int argc, char **argv)
 		{ "service-url", required_argument, NULL, O_URL },
 		{ "max-inflight", required_argument, NULL, O_INFLIGHT },
 		{ "duration", required_argument, NULL, O_DURATION },
+		{ "max-poll-seconds", required_argument, NULL, O_MAXPOLL },
+		{ "ramp-seconds", required_argument, NULL, O_RAMP },
+		{ "status-seconds", required_argument, NULL, O_STATUS },
+		{ "iso-list", required_argument, NULL, O_ISOLIST },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct simulate_opts o;
 	ah_err err = { 0 };
 	unsigned long long v;
-	int c;
+	char **isos = NULL, **igns = NULL;
+	unsigned nisos = 0, nigns = 0;
+	int c, rc = 2;
 
 	simulate_opts_default(&o);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		const char *name = c >= O_ISO && c <= O_DURATION ? longopts[c - O_ISO].name : "";
+		const char *name = c >= O_ISO && c <= O_ISOLIST ? longopts[c - O_ISO].name : "";
 		switch (c) {
-		case O_ISO: o.iso_url = optarg; break;
-		case O_IGN: o.ignition_file = optarg; break;
+		case O_ISO:
+			if (add_source(&isos, &nisos, optarg) < 0)
+				goto out;
+			break;
+		case O_ISOLIST:
+			if (read_list(optarg, &isos, &nisos) < 0)
+				goto out;
+			break;
+		case O_IGN:
+			if (add_source(&igns, &nigns, optarg) < 0)
+				goto out;
+			break;
 		case O_SUBNET: o.subnet = optarg; break;
 		case O_FAIL: o.fail_at_stage = optarg; break;
 		case O_CACERT: o.cacert = optarg; break;
@@ -113,37 +187,54 @@ static int cmd_simulate(int argc, char **argv)
 		case O_URL: o.service_url = optarg; break;
 		case O_SEED:
 			if (parse_uint(name, optarg, UINT64_MAX, &v) < 0)
-				return 2;
+				goto out;
 			o.seed = v;
 			break;
 		case O_HOSTS: case O_CPUS: case O_MEM: case O_DISK: case O_STAGE: case O_INFLIGHT: case O_DURATION:
+		case O_MAXPOLL: case O_RAMP: case O_STATUS:
 			if (parse_uint(name, optarg, 1000000, &v) < 0)
-				return 2;
+				goto out;
 			if (c == O_HOSTS) o.hosts = (unsigned)v;
 			else if (c == O_CPUS) o.cpus = (unsigned)v;
 			else if (c == O_MEM) o.memory_gib = (unsigned)v;
 			else if (c == O_DISK) o.disk_gib = (unsigned)v;
 			else if (c == O_STAGE) o.stage_seconds = (unsigned)v;
 			else if (c == O_INFLIGHT) o.max_inflight = (unsigned)v;
+			else if (c == O_MAXPOLL) o.max_poll_seconds = (unsigned)v;
+			else if (c == O_RAMP) o.ramp_ms = (unsigned)v * 1000;
+			else if (c == O_STATUS) o.status_seconds = v ? (unsigned)v : 1;
 			else o.duration_seconds = (unsigned)v;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			rc = 0;
+			goto out;
 		default:
 			usage(stderr);
-			return 2;
+			goto out;
 		}
 	}
-	if (!!o.iso_url == !!o.ignition_file) {
-		fprintf(stderr, "agenthub-agent simulate: give exactly one of --iso and --ignition\n");
-		return 2;
+	if (!!nisos == !!nigns) {
+		fprintf(stderr, "agenthub-agent simulate: give --iso (or --iso-list) or --ignition, not both%s\n",
+			nisos ? "" : " (one of them is required)");
+		goto out;
 	}
+	o.sources = (const char *const *)(nisos ? isos : igns);
+	o.nsources = nisos ? nisos : nigns;
+	o.from_ignition = nigns > 0;
+	rc = 0;
 	if (simulate_run(&o, &err) < 0) {
 		fprintf(stderr, "agenthub-agent simulate: %s\n", err.message);
-		return 1;
+		rc = 1;
 	}
-	return 0;
+out:
+	for (unsigned i = 0; i < nisos; i++)
+		free(isos[i]);
+	for (unsigned i = 0; i < nigns; i++)
+		free(igns[i]);
+	free(isos);
+	free(igns);
+	return rc;
 }
 
 int main(int argc, char **argv)

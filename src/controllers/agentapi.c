@@ -2,10 +2,17 @@
  *
  * A host is an Agent (name = host id) in its InfraEnv's namespace.  The
  * host model the state machine works on (assisted/host.h) is assembled from
- * the Agent (state, inventory, validations, approval, role) plus the lease:
- * what this boot of the host reported that needs no object (its last
- * check-in, ntp and resolution results).  Only a change of what the Agent
- * shows is written, so a poll that changes nothing writes nothing. */
+ * the Agent (state, inventory, validations, approval, installation disk),
+ * the spec fields last applied to the host (a private store record per
+ * Agent, HOSTSPEC_RESOURCE, since the Agent shows no such fields) and the
+ * lease: what this boot of the host reported that needs no object (its last
+ * check-in, ntp and resolution results).
+ *
+ * Every pass over a host (registration, poll, step reply, the disconnection
+ * sweep, a change of its Agent) is one pipeline, host_pass(): apply the
+ * Agent's spec (kubeapi.md §4.4 step 8), run the state machine, write what
+ * the Agent shows.  Only a change is written, so a poll that changes
+ * nothing writes nothing. */
 #include "hub-internal.h"
 
 #include <errno.h>
@@ -17,11 +24,17 @@
 #include "assisted/conditions.h"
 #include "assisted/host.h"
 #include "assisted/inventory.h"
+#include "assisted/progress.h"
 #include "assisted/steps.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "image/ignition.h"
 
 #define AGENT_VERSION_HEADER "discovery_agent_version"
+/* The installer images the install step names (upstream INSTALLER_IMAGE,
+ * CONTROLLER_IMAGE defaults). */
+#define INSTALLER_IMAGE "quay.io/edge-infrastructure/assisted-installer:latest"
+#define CONTROLLER_IMAGE "quay.io/edge-infrastructure/assisted-installer-controller:latest"
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -55,23 +68,275 @@ static enum MHD_Result api_error(struct http_req *req, unsigned code, const char
 
 /* --- leases ----------------------------------------------------------------- */
 
-static struct host_lease *lease_get(struct hub *h, const char *id, const char *ns, const char *ie_id)
+/* Leases sit in a hash table keyed by (namespace, host id), so a poll finds
+ * its host in O(1) among thousands.  Each is also on one of two lists:
+ * active, ordered by check-in time (a check-in moves it to the tail), or
+ * quiet, once the disconnection sweep has refreshed it.  The sweep then only
+ * looks at the head of the active list: O(hosts due), not O(hosts). */
+
+#define LEASE_MIN_BUCKETS 1024
+#define SWEEP_MAX_PER_TICK 1000
+
+static size_t lease_hash(const char *ns, const char *id)
+{
+	uint64_t x = 1469598103934665603ULL; /* FNV-1a */
+	const char *p;
+
+	for (p = ns; *p; p++)
+		x = (x ^ (unsigned char)*p) * 1099511628211ULL;
+	x = (x ^ '/') * 1099511628211ULL;
+	for (p = id; *p; p++)
+		x = (x ^ (unsigned char)*p) * 1099511628211ULL;
+	return (size_t)x;
+}
+
+static void list_unlink(struct lease_list *ls, struct host_lease *l)
+{
+	if (l->prev)
+		l->prev->next = l->next;
+	else if (ls->head == l)
+		ls->head = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+	else if (ls->tail == l)
+		ls->tail = l->prev;
+	l->prev = l->next = NULL;
+}
+
+static void list_append(struct lease_list *ls, struct host_lease *l)
+{
+	l->next = NULL;
+	l->prev = ls->tail;
+	if (ls->tail)
+		ls->tail->next = l;
+	else
+		ls->head = l;
+	ls->tail = l;
+}
+
+static struct lease_list *lease_list_of(struct hub *h, const struct host_lease *l)
+{
+	return l->swept ? &h->lease_quiet : &h->lease_active;
+}
+
+/* Caller holds h->lock for all of these. */
+static struct host_lease *lease_find(struct hub *h, const char *ns, const char *id)
 {
 	struct host_lease *l;
 
-	for (l = h->leases; l; l = l->next)
+	if (!h->lease_nbuckets)
+		return NULL;
+	for (l = h->lease_buckets[lease_hash(ns, id) & (h->lease_nbuckets - 1)]; l; l = l->hnext)
 		if (strcmp(l->id, id) == 0 && strcmp(l->ns, ns) == 0)
 			return l;
+	return NULL;
+}
+
+/* Keep at most one lease per bucket on average; a failed grow only makes
+ * chains longer. */
+static void lease_grow(struct hub *h)
+{
+	size_t n = h->lease_nbuckets ? h->lease_nbuckets * 2 : LEASE_MIN_BUCKETS, i;
+	struct host_lease **nb = calloc(n, sizeof(*nb)), *l, *next;
+
+	if (!nb)
+		return;
+	for (i = 0; i < h->lease_nbuckets; i++) {
+		for (l = h->lease_buckets[i]; l; l = next) {
+			size_t b = lease_hash(l->ns, l->id) & (n - 1);
+
+			next = l->hnext;
+			l->hnext = nb[b];
+			nb[b] = l;
+		}
+	}
+	free(h->lease_buckets);
+	h->lease_buckets = nb;
+	h->lease_nbuckets = n;
+}
+
+/* The host's lease, created on first sight with a check-in of now (a grace
+ * period, e.g. from this process's start). */
+static struct host_lease *lease_get(struct hub *h, const char *id, const char *ns, const char *ie_id)
+{
+	struct host_lease *l = lease_find(h, ns, id);
+	size_t b;
+
+	if (l)
+		return l;
+	if (h->lease_count >= h->lease_nbuckets)
+		lease_grow(h);
+	if (!h->lease_nbuckets)
+		return NULL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
+	l->facts = json_object();
+	if (!l->facts) {
+		free(l);
+		return NULL;
+	}
 	snprintf(l->id, sizeof(l->id), "%s", id);
 	snprintf(l->ns, sizeof(l->ns), "%s", ns);
 	snprintf(l->infra_env_id, sizeof(l->infra_env_id), "%s", ie_id);
-	l->facts = json_object();
-	l->next = h->leases;
-	h->leases = l;
+	l->checked_in_at = time(NULL);
+	b = lease_hash(ns, id) & (h->lease_nbuckets - 1);
+	l->hnext = h->lease_buckets[b];
+	h->lease_buckets[b] = l;
+	h->lease_count++;
+	list_append(&h->lease_active, l);
 	return l;
+}
+
+/* A request from the host: it is connected now. */
+static void lease_touch(struct hub *h, struct host_lease *l)
+{
+	list_unlink(lease_list_of(h, l), l);
+	l->checked_in_at = time(NULL);
+	l->swept = false;
+	list_append(&h->lease_active, l);
+}
+
+static void lease_free(struct host_lease *l)
+{
+	json_decref(l->facts);
+	json_decref(l->applied);
+	free(l);
+}
+
+void hub_leases_release(struct hub *h)
+{
+	struct host_lease *l, *next;
+	size_t i;
+
+	for (i = 0; i < h->lease_nbuckets; i++) {
+		for (l = h->lease_buckets[i]; l; l = next) {
+			next = l->hnext;
+			lease_free(l);
+		}
+	}
+	free(h->lease_buckets);
+	h->lease_buckets = NULL;
+	h->lease_nbuckets = h->lease_count = 0;
+	h->lease_active.head = h->lease_active.tail = NULL;
+	h->lease_quiet.head = h->lease_quiet.tail = NULL;
+}
+
+/* --- the applied spec ------------------------------------------------------- */
+
+/* The host fields an Agent's spec sets (besides the disk, which its status
+ * shows as installation_disk_id), as agent_spec_apply() names them. */
+static const char *const applied_keys[] = { "role", "requested_hostname", "installer_args",
+					    "ignition_config_overrides", NULL };
+
+/* The Agent's record of applied fields: an object of applied_keys plus the
+ * Agent's uid, so that a record left behind by a deleted Agent of the same
+ * name never applies to a new one.  Missing or foreign → {}. */
+static json_t *applied_read(struct hub *h, const json_t *agent)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+	store_obj *so = NULL;
+	json_t *rec = NULL, *out = json_object();
+	const char *const *k;
+
+	if (!out)
+		return NULL;
+	if (store_get(h->store, HOSTSPEC_RESOURCE, jstr(meta, "namespace"), jstr(meta, "name"), &so) == 0) {
+		rec = json_loadb(so->json, so->len, 0, NULL);
+		store_obj_free(so);
+	}
+	if (rec && jstr(rec, "uid") && jstr(meta, "uid") && strcmp(jstr(rec, "uid"), jstr(meta, "uid")) == 0)
+		for (k = applied_keys; *k; k++)
+			if (jstr(rec, *k))
+				json_object_set(out, *k, json_object_get(rec, *k));
+	json_decref(rec);
+	return out;
+}
+
+static json_t *applied_of_host(const json_t *host)
+{
+	json_t *out = json_object();
+	const char *const *k;
+
+	for (k = applied_keys; out && *k; k++)
+		if (jstr(host, *k))
+			json_object_set(out, *k, json_object_get(host, *k));
+	return out;
+}
+
+/* Keep what host now has applied, when it differs from the lease's copy:
+ * the record first, then the copy (so a failed write is tried again on the
+ * next pass).  0, or a negative errno with err set (a backend error). */
+static int applied_save(struct hub *h, const json_t *agent, const json_t *host, ah_err *err)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+	const char *ns = jstr(meta, "namespace"), *name = jstr(meta, "name");
+	json_t *now = applied_of_host(host), *rec;
+	struct text_render tr;
+	struct host_lease *l;
+	bool same;
+	int r;
+
+	if (!now)
+		return ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, ns, name);
+	same = l && json_equal(l->applied, now);
+	pthread_mutex_unlock(&h->lock);
+	if (same) {
+		json_decref(now);
+		return 0;
+	}
+	rec = json_deep_copy(now);
+	json_object_set_new(rec, "uid", json_string(jstr(meta, "uid") ? jstr(meta, "uid") : ""));
+	tr.text = json_dumps(rec, JSON_COMPACT);
+	json_decref(rec);
+	r = tr.text ? store_update(h->store, HOSTSPEC_RESOURCE, ns, name, 0, hub_render_text, &tr, NULL) : -ENOMEM;
+	if (r == -ENOENT)
+		r = store_create(h->store, HOSTSPEC_RESOURCE, ns, name, hub_render_text, &tr, NULL);
+	if (r == -EEXIST)
+		r = store_update(h->store, HOSTSPEC_RESOURCE, ns, name, 0, hub_render_text, &tr, NULL);
+	free(tr.text);
+	if (r < 0) {
+		json_decref(now);
+		return ah_err_set(err, r, 500, "InternalError", "failed to store the applied spec of host %s: %s", name,
+				  strerror(-r));
+	}
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, ns, name);
+	if (l) {
+		json_decref(l->applied);
+		l->applied = now;
+		now = NULL;
+	}
+	pthread_mutex_unlock(&h->lock);
+	json_decref(now);
+	return 0;
+}
+
+static int check_ignition(const char *text, ah_err *err)
+{
+	/* Either sign of errno may come back; any non-zero is a refusal. */
+	return ignition_validate_override(text, err) ? -EINVAL : 0;
+}
+
+/* Apply the Agent's spec to host (kubeapi.md §4.4 step 8).  Returns whether
+ * host changed; *ret_failed with err set when a value is bad (then nothing
+ * is applied: InputError) or the applied values could not be kept
+ * (BackendError, tried again on the next pass). */
+static bool spec_sync(struct hub *h, const json_t *agent, json_t *host, bool *ret_failed, ah_err *err)
+{
+	struct agent_spec_ctx ctx = {
+		.host_id = jstr(json_object_get(agent, "metadata"), "name"),
+		.infra_env_id = jstr(host, "infra_env_id") ? jstr(host, "infra_env_id") : "",
+		.validate_ignition = check_ignition,
+	};
+	bool changed = false;
+
+	*ret_failed = agent_spec_apply(host, json_object_get(agent, "spec"), &ctx, &changed, err) < 0;
+	if (changed && applied_save(h, agent, host, err) < 0)
+		*ret_failed = true;
+	return changed;
 }
 
 /* --- host model <-> Agent ---------------------------------------------------- */
@@ -83,35 +348,87 @@ static bool agent_bound(const json_t *agent)
 	return jstr(ref, "name") && *jstr(ref, "name");
 }
 
-/* The host model of backend.md from the Agent and the lease (caller holds h->lock). */
+/* Install progress between the host model (snake_case, unix seconds) and
+ * the Agent's status.progress (camelCase, RFC 3339 times). */
+static void progress_from_agent(json_t *host, const json_t *p)
+{
+	time_t started = 0, updated = 0;
+	json_t *stages;
+
+	if (!json_is_object(p) || !jstr(p, "currentStage") || !*jstr(p, "currentStage"))
+		return;
+	if (jstr(p, "stageStartTime"))
+		util_parse_rfc3339(jstr(p, "stageStartTime"), &started);
+	if (jstr(p, "stageUpdateTime"))
+		util_parse_rfc3339(jstr(p, "stageUpdateTime"), &updated);
+	json_object_set_new(host, "progress",
+			    json_pack("{s:s,s:s,s:I,s:I,s:I}", "current_stage", jstr(p, "currentStage"),
+				      "progress_info", jstr(p, "progressInfo") ? jstr(p, "progressInfo") : "",
+				      "installation_percentage",
+				      (json_int_t)json_integer_value(json_object_get(p, "installationPercentage")),
+				      "stage_started_at", (json_int_t)started, "stage_updated_at", (json_int_t)updated));
+	stages = json_object_get(p, "progressStages");
+	if (json_is_array(stages))
+		json_object_set(host, "progress_stages", stages);
+}
+
+static json_t *progress_to_agent(const json_t *host)
+{
+	const json_t *p = json_object_get(host, "progress");
+	const char *stage = jstr(p, "current_stage");
+	char started[32], updated[32];
+	json_t *out;
+
+	if (!stage || !*stage)
+		return NULL;
+	util_time_rfc3339((time_t)json_integer_value(json_object_get(p, "stage_started_at")), started, sizeof(started));
+	util_time_rfc3339((time_t)json_integer_value(json_object_get(p, "stage_updated_at")), updated, sizeof(updated));
+	out = json_pack("{s:s,s:s,s:I,s:s,s:s}", "currentStage", stage, "progressInfo",
+			jstr(p, "progress_info") ? jstr(p, "progress_info") : "", "installationPercentage",
+			(json_int_t)json_integer_value(json_object_get(p, "installation_percentage")),
+			"stageStartTime", started, "stageUpdateTime", updated);
+	if (out && json_is_array(json_object_get(host, "progress_stages")))
+		json_object_set(out, "progressStages", json_object_get(host, "progress_stages"));
+	return out;
+}
+
+/* The host model of backend.md from the Agent and the lease (caller holds
+ * h->lock; l->applied is loaded). */
 static json_t *host_model(const json_t *agent, const struct host_lease *l)
 {
 	const json_t *meta = json_object_get(agent, "metadata"), *spec = json_object_get(agent, "spec");
 	const json_t *status = json_object_get(agent, "status"), *dbg = json_object_get(status, "debugInfo");
 	const char *inv = jstr(json_object_get(meta, "annotations"), ANN_INVENTORY);
 	json_t *host = json_deep_copy(l->facts);
-	const char *k;
+	const char *k, *role;
 	json_t *v;
 
+	if (!host)
+		return NULL;
 	json_object_set_new(host, "id", json_string(jstr(meta, "name")));
 	json_object_set_new(host, "infra_env_id", json_string(l->infra_env_id));
-	json_object_set_new(host, "kind", json_string("Host"));
+	json_object_set_new(host, "kind", json_string(jstr(status, "kind") && *jstr(status, "kind") ?
+						       jstr(status, "kind") : "Host"));
+	if (json_is_true(json_object_get(status, "bootstrap")))
+		json_object_set_new(host, "bootstrap", json_true());
+	progress_from_agent(host, json_object_get(status, "progress"));
+	json_object_set_new(host, "status_updated_at", json_integer(l->status_updated_at));
 	if (jstr(dbg, "state")) {
 		json_object_set_new(host, "status", json_string(jstr(dbg, "state")));
 		json_object_set_new(host, "status_info", json_string(jstr(dbg, "stateInfo") ? jstr(dbg, "stateInfo") : ""));
 	}
 	if (inv)
 		json_object_set_new(host, "inventory", json_string(inv));
+	/* Approval always syncs (kubeapi.md §4.4 step 8). */
 	json_object_set_new(host, "approved", json_boolean(json_is_true(json_object_get(spec, "approved"))));
-	json_object_set_new(host, "role", json_string(jstr(spec, "role") && *jstr(spec, "role") ?
-						       jstr(spec, "role") : "auto-assign"));
-	if (jstr(status, "role"))
+	json_object_set_new(host, "role", json_string("auto-assign"));
+	json_object_foreach(l->applied, k, v)
+		json_object_set(host, k, v);
+	/* status.role shows the suggestion only while the role is auto-assign. */
+	role = jstr(host, "role");
+	if (jstr(status, "role") && role && strcmp(role, "auto-assign") == 0)
 		json_object_set_new(host, "suggested_role", json_string(jstr(status, "role")));
-	if (jstr(spec, "hostname"))
-		json_object_set_new(host, "requested_hostname", json_string(jstr(spec, "hostname")));
-	if (jstr(spec, "installation_disk_id"))
-		json_object_set_new(host, "installation_disk_id", json_string(jstr(spec, "installation_disk_id")));
-	else if (jstr(status, "installation_disk_id"))
+	if (jstr(status, "installation_disk_id"))
 		json_object_set_new(host, "installation_disk_id", json_string(jstr(status, "installation_disk_id")));
 	json_object_set_new(host, "cluster_id", json_string(agent_bound(agent) ? "bound" : ""));
 	json_object_set_new(host, "checked_in_at", json_integer(l->checked_in_at));
@@ -126,6 +443,67 @@ static json_t *host_model(const json_t *agent, const struct host_lease *l)
 	return host;
 }
 
+/* The time of the host's last status change, as this process saw it: the
+ * age the state machine's timeouts count (a restart starts them afresh).
+ * Caller holds h->lock. */
+static void lease_note_status(struct host_lease *l, const json_t *agent)
+{
+	const char *st = jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state");
+
+	if (!st)
+		st = "";
+	if (!l->status_updated_at || strcmp(l->last_status, st) != 0) {
+		snprintf(l->last_status, sizeof(l->last_status), "%s", st);
+		l->status_updated_at = time(NULL);
+	}
+}
+
+enum lease_use {
+	LEASE_KEEP,     /* a pass of our own: the host did not call */
+	LEASE_TOUCH,    /* the host called: it checked in now */
+	LEASE_NEW_BOOT, /* the host registered: also forget what its last boot said */
+};
+
+/* The host model of an Agent from its lease (created when missing, its
+ * applied spec read from the store on first use).  NULL on allocation
+ * failure. */
+static json_t *host_of(struct hub *h, const json_t *agent, const char *ie_id, enum lease_use use)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+	const char *ns = jstr(meta, "namespace"), *id = jstr(meta, "name");
+	json_t *rec = NULL, *host = NULL;
+	struct host_lease *l;
+	bool need;
+
+	if (!ns || !id)
+		return NULL;
+	pthread_mutex_lock(&h->lock);
+	l = lease_get(h, id, ns, ie_id);
+	need = l && !l->applied;
+	pthread_mutex_unlock(&h->lock);
+	if (need && !(rec = applied_read(h, agent)))
+		return NULL;
+	pthread_mutex_lock(&h->lock);
+	l = lease_get(h, id, ns, ie_id);
+	if (l && !l->applied) {
+		l->applied = rec;
+		rec = NULL;
+	}
+	if (l && l->applied) {
+		if (use != LEASE_KEEP)
+			lease_touch(h, l);
+		if (use == LEASE_NEW_BOOT) {
+			json_decref(l->facts);
+			l->facts = json_object();
+		}
+		lease_note_status(l, agent);
+		host = l->facts ? host_model(agent, l) : NULL;
+	}
+	pthread_mutex_unlock(&h->lock);
+	json_decref(rec);
+	return host;
+}
+
 static json_t *parse_maybe_text(const json_t *v)
 {
 	if (json_is_string(v))
@@ -133,18 +511,32 @@ static json_t *parse_maybe_text(const json_t *v)
 	return json_incref((json_t *)v);
 }
 
-/* Write what the Agent shows of the host, if it differs. */
-static int sync_agent(struct hub *h, const json_t *agent, const json_t *host)
+/* status.ntpSources from the host's ntp_sources; NULL when there are none. */
+static json_t *ntp_sources_status(const json_t *host)
 {
-	const json_t *meta = json_object_get(agent, "metadata");
-	const char *ns = jstr(meta, "namespace"), *name = jstr(meta, "name");
+	json_t *ntp = parse_maybe_text(json_object_get(host, "ntp_sources")), *out = json_array(), *s;
+	size_t i;
+
+	json_array_foreach(ntp, i, s)
+		json_array_append_new(out, json_pack("{s:s,s:s}", "sourceName",
+						     jstr(s, "source_name") ? jstr(s, "source_name") : "",
+						     "sourceState", jstr(s, "source_state") ? jstr(s, "source_state") : ""));
+	json_decref(ntp);
+	if (json_array_size(out))
+		return out;
+	json_decref(out);
+	return NULL;
+}
+
+/* The Agent status the host model implies, on top of the old one. */
+static json_t *agent_status(const json_t *agent, const json_t *host, const json_t *inv, const json_t *vi,
+			    const ah_err *spec_err)
+{
 	const json_t *old = json_object_get(agent, "status");
 	json_t *st = json_is_object(old) ? json_deep_copy(old) : json_object();
-	json_t *inv = parse_maybe_text(json_object_get(host, "inventory"));
-	json_t *vi = parse_maybe_text(json_object_get(host, "validations_info"));
-	json_t *dbg, *conds;
+	const char *role = jstr(host, "role"), *suggested = jstr(host, "suggested_role");
+	json_t *dbg, *conds, *ntp;
 	char now[32];
-	int r = 0;
 
 	dbg = json_object_get(st, "debugInfo");
 	if (!json_is_object(dbg)) {
@@ -156,98 +548,198 @@ static int sync_agent(struct hub *h, const json_t *agent, const json_t *host)
 	if (json_is_object(inv))
 		json_object_set_new(st, "inventory", inventory_to_agent_status(inv));
 	if (json_is_object(vi))
-		json_object_set(st, "validationsInfo", vi);
-	if (jstr(host, "suggested_role"))
-		json_object_set_new(st, "role", json_string(jstr(host, "suggested_role")));
-	else if (jstr(host, "role"))
-		json_object_set_new(st, "role", json_string(jstr(host, "role")));
+		json_object_set(st, "validationsInfo", (json_t *)vi);
+	/* The role, or the suggested role while the role is auto-assign. */
+	if ((!role || strcmp(role, "auto-assign") == 0) && suggested)
+		role = suggested;
+	if (role)
+		json_object_set_new(st, "role", json_string(role));
 	if (jstr(host, "installation_disk_id"))
 		json_object_set_new(st, "installation_disk_id", json_string(jstr(host, "installation_disk_id")));
-	json_object_set_new(st, "kind", json_string("Host"));
+	json_object_set_new(st, "kind", json_string(jstr(host, "kind") && *jstr(host, "kind") ? jstr(host, "kind") : "Host"));
+	if (json_is_true(json_object_get(host, "bootstrap")))
+		json_object_set_new(st, "bootstrap", json_true());
+	else
+		json_object_del(st, "bootstrap");
 	{
-		json_t *ntp = parse_maybe_text(json_object_get(host, "ntp_sources")), *out = json_array(), *s;
-		size_t i;
+		json_t *prog = progress_to_agent(host);
 
-		json_array_foreach(ntp, i, s)
-			json_array_append_new(out, json_pack("{s:s,s:s}", "sourceName",
-							     jstr(s, "source_name") ? jstr(s, "source_name") : "",
-							     "sourceState", jstr(s, "source_state") ? jstr(s, "source_state") : ""));
-		if (json_array_size(out))
-			json_object_set_new(st, "ntpSources", out);
+		if (prog)
+			json_object_set_new(st, "progress", prog);
 		else
-			json_decref(out);
-		json_decref(ntp);
+			json_object_del(st, "progress");
 	}
+	if ((ntp = ntp_sources_status(host)))
+		json_object_set_new(st, "ntpSources", ntp);
 	conds = agent_conditions(jstr(host, "status"), jstr(host, "status_info"), vi,
-				 json_is_true(json_object_get(json_object_get(agent, "spec"), "approved")), true, NULL);
+				 json_is_true(json_object_get(host, "approved")), spec_err);
 	util_now_rfc3339(now, sizeof(now));
 	conditions_merge_times(conds, json_object_get(old, "conditions"), now);
 	json_object_set_new(st, "conditions", conds);
-	if (!json_equal(st, old)) {
+	return st;
+}
+
+/* The inventory labels and the raw inventory annotation (upstream keeps it
+ * to rebuild a lost host), when they differ. */
+static int sync_labels(struct hub *h, const json_t *agent, const json_t *inv)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+	const char *ns = jstr(meta, "namespace"), *name = jstr(meta, "name");
+	json_t *labels = inventory_labels(inv), *ann = json_object(), *patch, *ret = NULL;
+	const json_t *ol = json_object_get(meta, "labels"), *oa = json_object_get(meta, "annotations");
+	const char *k;
+	json_t *v;
+	bool differs = false;
+	char *raw = json_dumps(inv, JSON_COMPACT);
+	int r = 0;
+
+	json_object_foreach(labels, k, v)
+		if (!json_equal(json_object_get(ol, k), v))
+			differs = true;
+	if (raw && (!jstr(oa, ANN_INVENTORY) || strcmp(jstr(oa, ANN_INVENTORY), raw) != 0)) {
+		json_object_set_new(ann, ANN_INVENTORY, json_string(raw));
+		json_object_set_new(ann, "inventory.agent-install.openshift.io/version", json_string("0.1"));
+		differs = true;
+	}
+	free(raw);
+	if (differs) {
+		ah_err err;
+
+		patch = json_pack("{s:{s:O,s:O}}", "metadata", "labels", labels, "annotations", ann);
+		r = kube_patch(h->api, h->k_agent, ns, name, "application/merge-patch+json", patch, NULL, &ret, &err);
+		if (r < 0)
+			log_warn("agent %s/%s: labels: %s", ns, name, err.message);
+		json_decref(patch);
+		json_decref(ret);
+	}
+	json_decref(labels);
+	json_decref(ann);
+	return r;
+}
+
+/* Write what the Agent shows of the host, if it differs. */
+static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host, const ah_err *spec_err,
+			  bool cas);
+
+static int sync_agent(struct hub *h, const json_t *agent, const json_t *host, const ah_err *spec_err)
+{
+	return sync_agent_cas(h, agent, host, spec_err, false);
+}
+
+/* One event per state change of the host (backend.md §8). */
+static void host_status_event(struct hub *h, const json_t *agent, const json_t *host)
+{
+	const char *old = jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state");
+	const char *now = jstr(host, "status"), *cid = jstr(host, "cluster_id");
+	const json_t *inv = json_object_get(json_object_get(agent, "status"), "inventory");
+	struct hub_event_ref ref;
+
+	if (!now || (old && strcmp(old, now) == 0))
+		return;
+	hub_event_ref_agent(agent, cid && *cid && strcmp(cid, "bound") != 0 ? cid : NULL, &ref);
+	hub_event_host_status(h, &ref, jstr(host, "requested_hostname") ? jstr(host, "requested_hostname")
+									 : jstr(inv, "hostname"),
+			      old ? old : "", now, jstr(host, "status_info"));
+}
+
+/* Write what the Agent shows of the host, if it differs; with cas, only if
+ * the Agent is still the one the host was read from (a writer that is not
+ * the host's own request must never undo what the request just wrote). */
+static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host, const ah_err *spec_err,
+			  bool cas)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+	const char *ns = jstr(meta, "namespace"), *name = jstr(meta, "name");
+	json_t *inv = parse_maybe_text(json_object_get(host, "inventory"));
+	json_t *vi = parse_maybe_text(json_object_get(host, "validations_info"));
+	json_t *st = agent_status(agent, host, inv, vi, spec_err);
+	int r = 0;
+
+	if (!json_equal(st, json_object_get(agent, "status"))) {
 		struct kube_opts o = { .status = true };
 		json_t *patch = json_pack("{s:O}", "status", st), *ret = NULL;
 		ah_err err;
 
+		if (cas)
+			json_object_set_new(patch, "metadata",
+					    json_pack("{s:s}", "resourceVersion",
+						      jstr(meta, "resourceVersion") ? jstr(meta, "resourceVersion") : ""));
 		r = kube_patch(h->api, h->k_agent, ns, name, "application/merge-patch+json", patch, &o, &ret, &err);
-		if (r < 0)
+		if (r < 0 && !(cas && (r == -ESTALE || err.status == 409)))
 			log_warn("agent %s/%s: status update: %s", ns, name, err.message);
+		if (r == 0)
+			host_status_event(h, agent, host);
 		json_decref(patch);
 		json_decref(ret);
 	}
-	/* The inventory labels and the raw inventory annotation (upstream keeps
-	 * it to rebuild a lost host). */
-	if (json_is_object(inv)) {
-		json_t *labels = inventory_labels(inv), *ann = json_object(), *patch, *ret = NULL;
-		const json_t *ol = json_object_get(meta, "labels"), *oa = json_object_get(meta, "annotations");
-		const char *k;
-		json_t *v;
-		bool differs = false;
-		char *raw = json_dumps(inv, JSON_COMPACT);
-
-		json_object_foreach(labels, k, v)
-			if (!json_equal(json_object_get(ol, k), v))
-				differs = true;
-		if (raw && (!jstr(oa, ANN_INVENTORY) || strcmp(jstr(oa, ANN_INVENTORY), raw) != 0)) {
-			json_object_set_new(ann, ANN_INVENTORY, json_string(raw));
-			json_object_set_new(ann, "inventory.agent-install.openshift.io/version", json_string("0.1"));
-			differs = true;
-		}
-		free(raw);
-		if (differs) {
-			ah_err err;
-
-			patch = json_pack("{s:{s:O,s:O}}", "metadata", "labels", labels, "annotations", ann);
-			r = kube_patch(h->api, h->k_agent, ns, name, "application/merge-patch+json", patch, NULL, &ret, &err);
-			if (r < 0)
-				log_warn("agent %s/%s: labels: %s", ns, name, err.message);
-			json_decref(patch);
-			json_decref(ret);
-		}
-		json_decref(labels);
-		json_decref(ann);
-	}
+	if (json_is_object(inv))
+		sync_labels(h, agent, inv);
 	json_decref(inv);
 	json_decref(vi);
 	json_decref(st);
 	return r;
 }
 
-/* Run the state machine on the host and write the Agent if it changed. */
-static void refresh_and_sync(struct hub *h, const json_t *agent, json_t *host)
+/* Run the state machine on the host model. */
+/* The cluster of a bound host (cluster.c), for its validations, its
+ * install-phase transitions and its steps; both NULL when unbound. */
+struct host_cluster {
+	json_t *cluster, *hosts;
+};
+
+static void host_cluster_load(struct hub *h, const json_t *agent, json_t *host, struct host_cluster *hc)
+{
+	hc->cluster = hc->hosts = NULL;
+	if (!agent_bound(agent) || hub_cluster_context(h, agent, &hc->cluster, &hc->hosts) < 0)
+		return;
+	/* The real cluster id (the model's "bound" placeholder only says bound). */
+	if (host && jstr(hc->cluster, "id"))
+		json_object_set_new(host, "cluster_id", json_string(jstr(hc->cluster, "id")));
+}
+
+static void host_cluster_release(struct host_cluster *hc)
+{
+	json_decref(hc->cluster);
+	json_decref(hc->hosts);
+	hc->cluster = hc->hosts = NULL;
+}
+
+static void refresh_host(struct hub *h, json_t *host, const struct host_cluster *hc)
 {
 	struct host_refresh_ctx ctx = { 0 };
 	struct host_refresh_result res = { 0 };
 
 	ctx.now = time(NULL);
 	ctx.disconnect_timeout_s = h->cfg.host_disconnect_timeout_s;
-	if (host_refresh(host, &ctx, &res) == 0) {
-		json_object_set_new(host, "status", json_string(res.status));
-		json_object_set_new(host, "status_info", json_string(res.status_info));
-		if (res.validations_info)
-			json_object_set(host, "validations_info", res.validations_info);
-	}
+	ctx.cluster = hc ? hc->cluster : NULL;
+	ctx.cluster_hosts = hc ? hc->hosts : NULL;
+	if (host_refresh(host, &ctx, &res) == 0)
+		host_refresh_apply(host, &res, ctx.now);
 	host_refresh_result_release(&res);
-	sync_agent(h, agent, host);
+}
+
+/* One pass over a host: apply the Agent's spec, run the state machine when
+ * asked (or when the spec changed the host, so validations follow at once),
+ * and write what the Agent shows if it differs. */
+static void host_pass_in(struct hub *h, const json_t *agent, json_t *host, bool refresh,
+			 const struct host_cluster *hc)
+{
+	ah_err err;
+	bool failed = false;
+	bool changed = spec_sync(h, agent, host, &failed, &err);
+
+	if (refresh || changed)
+		refresh_host(h, host, hc);
+	sync_agent(h, agent, host, failed ? &err : NULL);
+}
+
+static void host_pass(struct hub *h, const json_t *agent, json_t *host, bool refresh)
+{
+	struct host_cluster hc;
+
+	host_cluster_load(h, agent, host, &hc);
+	host_pass_in(h, agent, host, refresh, &hc);
+	host_cluster_release(&hc);
 }
 
 /* --- authentication ------------------------------------------------------------ */
@@ -291,12 +783,28 @@ static int parse_json_body(struct http_req *req, json_t **ret)
 
 /* --- endpoints -------------------------------------------------------------------- */
 
+/* Keep the step results the host model needs on later passes in the lease. */
+static void save_facts(struct hub *h, const json_t *ie, const char *host_id, const json_t *host)
+{
+	static const char *transient[] = { "ntp_sources", "domain_resolutions", "connectivity",
+					   "disks_info", "images_status", "discovery_agent_version", NULL };
+	const json_t *meta = json_object_get(ie, "metadata");
+	struct host_lease *l;
+	int i;
+
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, jstr(meta, "namespace"), host_id);
+	for (i = 0; l && transient[i]; i++)
+		if (json_object_get(host, transient[i]))
+			json_object_set(l->facts, transient[i], json_object_get(host, transient[i]));
+	pthread_mutex_unlock(&h->lock);
+}
+
 static enum MHD_Result do_register(struct hub *h, struct http_req *req, const json_t *ie)
 {
 	const json_t *meta = json_object_get(ie, "metadata"), *spec = json_object_get(ie, "spec");
 	const char *ns = jstr(meta, "namespace"), *iename = jstr(meta, "name"), *ie_id = jstr(meta, "uid");
 	json_t *body = NULL, *agent = NULL, *created = NULL, *host, *reply;
-	struct host_lease *l;
 	const char *host_id;
 	enum MHD_Result res;
 	ah_err err;
@@ -341,21 +849,13 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 		json_decref(body);
 		return api_error(req, 500, "%s", err.message);
 	}
-	pthread_mutex_lock(&h->lock);
-	l = lease_get(h, host_id, ns, ie_id);
-	if (!l) {
-		pthread_mutex_unlock(&h->lock);
+	/* A new boot: what the last one reported no longer holds. */
+	host = host_of(h, agent, ie_id, LEASE_NEW_BOOT);
+	if (!host) {
 		json_decref(agent);
 		json_decref(body);
 		return MHD_NO;
 	}
-	l->checked_in_at = time(NULL);
-	l->swept = false;
-	/* A new boot: what the last one reported no longer holds. */
-	json_decref(l->facts);
-	l->facts = json_object();
-	host = host_model(agent, l);
-	pthread_mutex_unlock(&h->lock);
 	if (host_register(host, created != NULL, agent_bound(agent), time(NULL), &err) < 0) {
 		json_decref(host);
 		json_decref(agent);
@@ -364,7 +864,20 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 	}
 	json_object_set_new(host, "discovery_agent_version",
 			    json_string(jstr(body, "discovery_agent_version") ? jstr(body, "discovery_agent_version") : ""));
-	sync_agent(h, agent, host);
+	save_facts(h, ie, host_id, host);
+	{
+		struct host_cluster hc;
+
+		host_cluster_load(h, agent, host, &hc);
+		/* §4.2: a host joining an installed cluster is a day-2 worker. */
+		if (hc.cluster && jstr(hc.cluster, "kind") && strcmp(jstr(hc.cluster, "kind"), "AddHostsCluster") == 0 &&
+		    jstr(host, "status") && strcmp(jstr(host, "status"), "discovering") == 0) {
+			json_object_set_new(host, "kind", json_string("AddToExistingClusterHost"));
+			json_object_set_new(host, "suggested_role", json_string("worker"));
+		}
+		host_pass_in(h, agent, host, false, &hc);
+		host_cluster_release(&hc);
+	}
 	reply = json_deep_copy(host);
 	{
 		char href[256], args[256];
@@ -388,27 +901,19 @@ static int load_host(struct hub *h, const json_t *ie, const char *host_id, json_
 		     json_t **ret_host)
 {
 	const json_t *meta = json_object_get(ie, "metadata");
-	struct host_lease *l;
 	json_t *agent = NULL;
+	const char *label;
 	ah_err err;
 
 	if (kube_get(h->api, h->k_agent, jstr(meta, "namespace"), host_id, &agent, &err) < 0)
 		return -ENOENT;
 	/* An agent of one InfraEnv cannot touch another's hosts. */
-	if (!jstr(json_object_get(json_object_get(agent, "metadata"), "labels"), LABEL_INFRAENV) ||
-	    strcmp(jstr(json_object_get(json_object_get(agent, "metadata"), "labels"), LABEL_INFRAENV),
-		   jstr(meta, "name")) != 0) {
+	label = jstr(json_object_get(json_object_get(agent, "metadata"), "labels"), LABEL_INFRAENV);
+	if (!label || strcmp(label, jstr(meta, "name")) != 0) {
 		json_decref(agent);
 		return -ENOENT;
 	}
-	pthread_mutex_lock(&h->lock);
-	l = lease_get(h, host_id, jstr(meta, "namespace"), jstr(meta, "uid"));
-	if (l) {
-		l->checked_in_at = time(NULL);
-		l->swept = false;
-	}
-	*ret_host = l ? host_model(agent, l) : NULL;
-	pthread_mutex_unlock(&h->lock);
+	*ret_host = host_of(h, agent, jstr(meta, "uid"), LEASE_TOUCH);
 	if (!*ret_host) {
 		json_decref(agent);
 		return -ENOMEM;
@@ -417,32 +922,26 @@ static int load_host(struct hub *h, const json_t *ie, const char *host_id, json_
 	return 0;
 }
 
-static void save_facts(struct hub *h, const json_t *ie, const char *host_id, const json_t *host)
-{
-	static const char *transient[] = { "ntp_sources", "domain_resolutions", "connectivity",
-					   "disks_info", "images_status", "discovery_agent_version", NULL };
-	const json_t *meta = json_object_get(ie, "metadata");
-	struct host_lease *l;
-	int i;
-
-	pthread_mutex_lock(&h->lock);
-	l = lease_get(h, host_id, jstr(meta, "namespace"), jstr(meta, "uid"));
-	for (i = 0; l && transient[i]; i++)
-		if (json_object_get(host, transient[i]))
-			json_object_set(l->facts, transient[i], json_object_get(host, transient[i]));
-	pthread_mutex_unlock(&h->lock);
-}
-
 static enum MHD_Result do_instructions(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
 {
 	json_t *agent = NULL, *host = NULL, *steps;
 	struct steps_ctx sctx = { 0 };
 	enum MHD_Result res;
 
+	struct host_cluster hc;
+
 	if (load_host(h, ie, host_id, &agent, &host) < 0)
 		return api_error(req, 404, "host %s not found", host_id);
-	refresh_and_sync(h, agent, host);
-	steps = host_next_steps(host, false, &sctx);
+	host_cluster_load(h, agent, host, &hc);
+	host_pass_in(h, agent, host, true, &hc);
+	sctx.cluster = hc.cluster;
+	sctx.cluster_hosts = hc.hosts;
+	sctx.infra_env_id = jstr(json_object_get(ie, "metadata"), "uid");
+	sctx.installer_image = INSTALLER_IMAGE;
+	sctx.controller_image = CONTROLLER_IMAGE;
+	steps = host_next_steps(host, jstr(host, "kind") && strcmp(jstr(host, "kind"), "AddToExistingClusterHost") == 0,
+				&sctx);
+	host_cluster_release(&hc);
 	res = http_reply_json(req, 200, steps);
 	json_decref(steps);
 	json_decref(host);
@@ -453,6 +952,7 @@ static enum MHD_Result do_instructions(struct hub *h, struct http_req *req, cons
 static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
 {
 	json_t *agent = NULL, *host = NULL, *body = NULL;
+	struct host_cluster hc;
 	ah_err err;
 	int r;
 
@@ -462,18 +962,63 @@ static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const 
 		json_decref(body);
 		return api_error(req, 404, "host %s not found", host_id);
 	}
-	r = host_apply_step_reply(host, body, &err);
+	host_cluster_load(h, agent, host, &hc);
+	r = host_apply_step_reply_cluster(host, body, hc.cluster, &err);
 	json_decref(body);
 	if (r < 0) {
+		host_cluster_release(&hc);
 		json_decref(host);
 		json_decref(agent);
 		return api_error(req, 400, "%s", err.message);
 	}
 	save_facts(h, ie, host_id, host);
-	refresh_and_sync(h, agent, host);
+	host_pass_in(h, agent, host, true, &hc);
+	host_cluster_release(&hc);
 	json_decref(host);
 	json_decref(agent);
 	return http_reply(req, 204, NULL, "", 0);
+}
+
+/* PUT .../hosts/{id}/progress (backend.md §6): the install stages. */
+static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
+{
+	json_t *agent = NULL, *host = NULL, *body = NULL;
+	struct host_cluster hc;
+	bool changed = false;
+	enum MHD_Result res;
+	ah_err err;
+	int r;
+
+	if (parse_json_body(req, &body) < 0 || !json_is_object(body))
+		return api_error(req, 400, "invalid progress: expected a JSON object");
+	if (load_host(h, ie, host_id, &agent, &host) < 0) {
+		json_decref(body);
+		return api_error(req, 404, "host %s not found", host_id);
+	}
+	host_cluster_load(h, agent, host, &hc);
+	ah_err_clear(&err);
+	r = host_progress_changed(host, body, hc.cluster, time(NULL), &changed, &err);
+	if (r < 0) {
+		res = api_error(req, err.status ? (unsigned)err.status : 400, "%s", err.message);
+	} else {
+		if (changed) {
+			struct hub_event_ref ref;
+			const char *hn = jstr(host, "requested_hostname") ? jstr(host, "requested_hostname") :
+					 jstr(json_object_get(json_object_get(agent, "status"), "inventory"), "hostname");
+
+			hub_event_ref_agent(agent, jstr(hc.cluster, "id"), &ref);
+			hub_event(h, &ref, HUB_EV_INFO, "host_install_progress_updated",
+				  "Host: %s, reached installation stage %s", hn ? hn : host_id,
+				  jstr(json_object_get(host, "progress"), "current_stage"));
+		}
+		host_pass_in(h, agent, host, false, &hc);
+		res = http_reply_json(req, 200, host);
+	}
+	host_cluster_release(&hc);
+	json_decref(body);
+	json_decref(host);
+	json_decref(agent);
+	return res;
 }
 
 enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
@@ -505,6 +1050,8 @@ enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
 		res = do_instructions(h, req, ie, host_id);
 	} else if (n == 3 && strcmp(rest, "instructions") == 0 && strcmp(req->method, "POST") == 0) {
 		res = do_step_reply(h, req, ie, host_id);
+	} else if (n == 3 && strcmp(rest, "progress") == 0 && strcmp(req->method, "PUT") == 0) {
+		res = do_progress(h, req, ie, host_id);
 	} else {
 		res = api_error(req, 404, "path %s not found", req->path);
 	}
@@ -512,52 +1059,106 @@ enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
 	return res;
 }
 
+static const char *infraenv_uid_of(const json_t *agent)
+{
+	json_t *ref;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(agent, "metadata"), "ownerReferences"), i, ref)
+		if (jstr(ref, "kind") && strcmp(jstr(ref, "kind"), "InfraEnv") == 0 && jstr(ref, "uid"))
+			return jstr(ref, "uid");
+	return "";
+}
+
+/* The host model (assisted/validations.h) of an Agent: state, inventory,
+ * validations, approval, the spec fields last applied to the host (role,
+ * requested_hostname, installation_disk_id, installer_args,
+ * ignition_config_overrides) and its lease's facts. */
+static json_t *agent_host(struct hub *h, const json_t *agent)
+{
+	return host_of(h, agent, infraenv_uid_of(agent), LEASE_KEEP);
+}
+
+/* For the cluster side (cluster.c): the host model after this pass's spec
+ * sync, with "spec_synced" (and, when false, "spec_sync_error" {status,
+ * message}) so that the cluster can count Agents whose spec failed. */
+json_t *hub_host_model(struct hub *h, const json_t *agent)
+{
+	json_t *host = agent_host(h, agent);
+	bool failed = false;
+	ah_err err;
+
+	if (!host)
+		return NULL;
+	spec_sync(h, agent, host, &failed, &err);
+	json_object_set_new(host, "spec_synced", json_boolean(!failed));
+	if (failed)
+		json_object_set_new(host, "spec_sync_error",
+				    json_pack("{s:i,s:s}", "status", err.status, "message", err.message));
+	return host;
+}
+
+int hub_host_sync(struct hub *h, const json_t *agent, const json_t *host)
+{
+	const json_t *se = json_object_get(host, "spec_sync_error");
+	ah_err err = { 0 };
+
+	if (json_is_false(json_object_get(host, "spec_synced")) && json_is_object(se)) {
+		err.status = (int)json_integer_value(json_object_get(se, "status"));
+		snprintf(err.message, sizeof(err.message), "%s", jstr(se, "message") ? jstr(se, "message") : "");
+		return sync_agent_cas(h, agent, host, &err, true);
+	}
+	return sync_agent_cas(h, agent, host, NULL, true);
+}
+
 /* Hosts that stopped polling: refresh them so the timeout moves them to
- * disconnected, without waiting for a request that will never come. */
+ * disconnected, without waiting for a request that will never come.  Under
+ * the lock only the due ids are collected, from the head of the active
+ * list (at most SWEEP_MAX_PER_TICK a tick; the rest wait a tick), so a
+ * sweep never stalls the requests of live hosts. */
 void hub_check_disconnected(struct hub *h)
 {
 	int64_t now = time(NULL);
 	json_t *due = json_array(), *d;
 	struct host_lease *l;
-	size_t i;
+	size_t i, n = 0;
 
+	if (!due)
+		return;
 	pthread_mutex_lock(&h->lock);
-	for (l = h->leases; l; l = l->next)
-		if (!l->swept && now - l->checked_in_at > h->cfg.host_disconnect_timeout_s) {
-			l->swept = true;
-			json_array_append_new(due, json_pack("[s,s]", l->ns, l->id));
-		}
+	while ((l = h->lease_active.head) && n < SWEEP_MAX_PER_TICK &&
+	       now - l->checked_in_at > h->cfg.host_disconnect_timeout_s) {
+		list_unlink(&h->lease_active, l);
+		l->swept = true;
+		list_append(&h->lease_quiet, l);
+		json_array_append_new(due, json_pack("[s,s,s]", l->ns, l->id, l->infra_env_id));
+		n++;
+	}
 	pthread_mutex_unlock(&h->lock);
 	json_array_foreach(due, i, d) {
 		const char *ns = json_string_value(json_array_get(d, 0)), *id = json_string_value(json_array_get(d, 1));
-		json_t *agent = NULL, *host = NULL;
+		json_t *agent = NULL, *host;
 		ah_err err;
 
 		if (kube_get(h->api, h->k_agent, ns, id, &agent, &err) < 0)
 			continue;
-		pthread_mutex_lock(&h->lock);
-		for (l = h->leases; l; l = l->next)
-			if (strcmp(l->id, id) == 0 && strcmp(l->ns, ns) == 0)
-				host = host_model(agent, l);
-		pthread_mutex_unlock(&h->lock);
+		host = host_of(h, agent, json_string_value(json_array_get(d, 2)), LEASE_KEEP);
 		if (host)
-			refresh_and_sync(h, agent, host);
+			host_pass(h, agent, host, true);
 		json_decref(host);
 		json_decref(agent);
 	}
 	json_decref(due);
 }
 
-/* An Agent changed (its spec, or it is new to this process): show the
- * conditions its spec implies (approval), and adopt the host so that the
- * disconnection timeout runs for it even if it never polls again. */
+/* An Agent changed (its spec, or it is new to this process): apply its
+ * spec and show the conditions it implies (SpecSynced, approval), and
+ * adopt the host so that the disconnection timeout runs for it even if it
+ * never polls again. */
 int hub_reconcile_agent(struct hub *h, const char *ns, const char *name)
 {
-	json_t *agent = NULL, *host = NULL, *ref;
-	const char *ie_id = "";
-	struct host_lease *l;
+	json_t *agent = NULL, *host;
 	ah_err err;
-	size_t i;
 
 	if (kube_get(h->api, h->k_agent, ns, name, &agent, &err) < 0)
 		return 0;
@@ -566,17 +1167,9 @@ int hub_reconcile_agent(struct hub *h, const char *ns, const char *name)
 		json_decref(agent);
 		return 0;
 	}
-	json_array_foreach(json_object_get(json_object_get(agent, "metadata"), "ownerReferences"), i, ref)
-		if (jstr(ref, "kind") && strcmp(jstr(ref, "kind"), "InfraEnv") == 0 && jstr(ref, "uid"))
-			ie_id = jstr(ref, "uid");
-	pthread_mutex_lock(&h->lock);
-	l = lease_get(h, name, ns, ie_id);
-	if (l && l->checked_in_at == 0)
-		l->checked_in_at = time(NULL); /* a grace period from our start */
-	host = l ? host_model(agent, l) : NULL;
-	pthread_mutex_unlock(&h->lock);
+	host = agent_host(h, agent);
 	if (host)
-		sync_agent(h, agent, host);
+		host_pass(h, agent, host, false);
 	json_decref(host);
 	json_decref(agent);
 	return 0;
@@ -584,16 +1177,24 @@ int hub_reconcile_agent(struct hub *h, const char *ns, const char *name)
 
 void hub_forget_host(struct hub *h, const char *ns, const char *name)
 {
-	struct host_lease **pp, *l;
+	struct host_lease **pp, *l = NULL;
+	struct text_render tr = { "{}" };
 
 	pthread_mutex_lock(&h->lock);
-	for (pp = &h->leases; (l = *pp); pp = &l->next) {
-		if (strcmp(l->id, name) == 0 && strcmp(l->ns, ns) == 0) {
-			*pp = l->next;
-			json_decref(l->facts);
-			free(l);
-			break;
+	if (h->lease_nbuckets) {
+		for (pp = &h->lease_buckets[lease_hash(ns, name) & (h->lease_nbuckets - 1)]; (l = *pp);
+		     pp = &l->hnext) {
+			if (strcmp(l->id, name) == 0 && strcmp(l->ns, ns) == 0) {
+				*pp = l->hnext;
+				list_unlink(lease_list_of(h, l), l);
+				h->lease_count--;
+				break;
+			}
 		}
 	}
 	pthread_mutex_unlock(&h->lock);
+	if (l)
+		lease_free(l);
+	/* The applied spec goes with its Agent (a missing record is fine). */
+	store_delete(h->store, HOSTSPEC_RESOURCE, ns, name, 0, hub_render_text, &tr, NULL);
 }

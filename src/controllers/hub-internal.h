@@ -19,8 +19,18 @@
 struct os_image {
 	char *openshift_version;
 	char *cpu_architecture;
-	char *url;      /* a local path (or file:// URL) to the base ISO */
+	char *url;      /* a local path (or file:// URL) to the base ISO, or an
+			 * http(s) URL that osimages.c downloads into the data dir */
 	char *version;  /* RHCOS build */
+	/* Set by hub_os_images_start() and freed by hub_os_images_stop(). */
+	char *path;             /* the base ISO to read: url, or the cache file */
+	bool remote;            /* url is http(s) */
+	uint64_t area_len;      /* its Ignition embed area; 0 = unknown (not read yet) */
+	/* Remote images only; guarded by hub.os_lock. */
+	bool ready;             /* path holds the verified download */
+	int attempts;           /* failed downloads so far */
+	int64_t retry_at_ms;    /* util_mono_ms() of the next try */
+	char *fetch_error;      /* why the last try failed (no secrets), or NULL */
 };
 
 /* What a host reported during this boot that is not kept in its Agent:
@@ -32,8 +42,23 @@ struct host_lease {
 	int64_t checked_in_at;   /* unix seconds of the last instructions call */
 	bool swept;              /* refreshed once since it went quiet */
 	json_t *facts;           /* transient step results (ntp, resolutions, ...) */
-	struct host_lease *next;
+	char last_status[48];    /* the status status_updated_at belongs to */
+	int64_t status_updated_at; /* when this process saw the status change (the
+				    * state machine's timeouts count from it; a restart
+				    * starts them afresh) */
+	json_t *applied;         /* the Agent spec fields last applied (agentapi.c);
+				  * NULL until read from its HOSTSPEC_RESOURCE record */
+	struct host_lease *hnext;        /* hash bucket chain */
+	struct host_lease *prev, *next;  /* h->lease_active (oldest check-in first) or,
+					  * once swept, h->lease_quiet */
 };
+
+struct lease_list {
+	struct host_lease *head, *tail;
+};
+
+/* Private per-Agent records of the spec fields last applied to its host. */
+#define HOSTSPEC_RESOURCE "agenthub.internal.hostspecs"
 
 struct hub {
 	struct kube_api *api;
@@ -46,23 +71,66 @@ struct hub {
 	struct os_image *os_images;
 	size_t n_os_images;
 
-	pthread_mutex_t lock;      /* guards leases */
-	struct host_lease *leases;
+	pthread_mutex_t lock;      /* guards the leases: table, lists and their fields */
+	struct host_lease **lease_buckets; /* hash table keyed by (namespace, host id) */
+	size_t lease_nbuckets, lease_count;
+	struct lease_list lease_active, lease_quiet;
 
 	pthread_t thread;
 	bool started, stop;
 	pthread_mutex_t qlock;
 	pthread_cond_t qcond;
 	json_t *queue;             /* object: "kind/ns/name" -> true */
+	json_t *delayed;           /* object: "kind/ns/name" -> due time (monotonic ms) */
 	int64_t last_rev;
+
+	/* Cluster installation (cluster.c). */
+	const struct kube_kind *k_cd, *k_aci, *k_imageset;
+	pthread_mutex_t clock;     /* guards agent_cd, cd_agents, cluster_due */
+	json_t *agent_cd;          /* "ns/name" of a bound Agent -> "ns/name" of its CD */
+	json_t *cd_agents;         /* "ns/name" of a CD -> {"ns/name" of each bound Agent: true} */
+	json_t *cluster_due;       /* "ns/name" of a CD -> monotonic ms of its next timed reconcile */
+
+	/* Remote OS image downloads (osimages.c). */
+	bool os_init, os_started, os_stop;
+	pthread_mutex_t os_lock;   /* guards the download state of os_images */
+	pthread_cond_t os_cond;
+	pthread_t os_thread;
 };
 
 /* Controllers (controllers.c). */
 void hub_enqueue(struct hub *h, const char *kind, const char *ns, const char *name);
+void hub_enqueue_after(struct hub *h, const char *kind, const char *ns, const char *name, int64_t delay_ms);
 int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name);
 int hub_reconcile_agent(struct hub *h, const char *ns, const char *name);
 /* The Agent is gone: drop what this process kept about its host. */
 void hub_forget_host(struct hub *h, const char *ns, const char *name);
+
+/* Cluster installation (cluster.c; kubeapi.md §4.3): the ClusterDeployment
+ * and AgentClusterInstall controllers.  The cluster's state lives in the
+ * ACI status (and a private record of its timestamps); a watch-fed map
+ * keeps which Agents are bound to which ClusterDeployment. */
+#define CLUSTERSTATE_RESOURCE "agenthub.internal.clusterstates"
+void hub_cluster_init(struct hub *h);
+void hub_cluster_release(struct hub *h);
+int hub_reconcile_cd(struct hub *h, const char *ns, const char *name);
+int hub_reconcile_aci(struct hub *h, const char *ns, const char *name);
+/* A store event (or a resync visit) of an Agent, ACI, CD or ClusterImageSet:
+ * update the Agent map and queue the ClusterDeployments it concerns. */
+void hub_cluster_note(struct hub *h, const store_obj *so);
+/* Queue the ClusterDeployments whose timed transitions are due (1 s sweep). */
+void hub_cluster_tick(struct hub *h);
+/* The cluster model (assisted/cluster.h) of a bound Agent's cluster and the
+ * host models of all its Agents (ret_hosts may be NULL).  -ENOENT when the
+ * Agent is unbound or its ClusterDeployment/ACI does not exist.  New refs. */
+int hub_cluster_context(struct hub *h, const json_t *agent, json_t **ret_cluster, json_t **ret_hosts);
+/* The host model of an Agent with what this boot of the host reported
+ * (agentapi.c); adds "approved" and "spec_synced" for the cluster side.  New
+ * reference, NULL on allocation failure. */
+json_t *hub_host_model(struct hub *h, const json_t *agent);
+/* Write what the Agent shows of host (status, role, bootstrap, progress,
+ * kind, conditions) if it differs; an event for a state change. */
+int hub_host_sync(struct hub *h, const json_t *agent, const json_t *host);
 
 /* Store writes of a fixed text (the hub's private records). */
 struct text_render {
@@ -79,9 +147,123 @@ int hub_build_ignition(struct hub *h, const json_t *infraenv, char **ret_ign, si
 /* The InfraEnv's stable agent/URL token (minted once, kept in the store). */
 int hub_infraenv_token(struct hub *h, const json_t *infraenv, char **ret, ah_err *err);
 
+/* Events (events.c; backend.md §8).  An event is stored as a v1 Event in
+ * ref->ns about the involved object (so `kubectl get events` shows it), with
+ * the upstream fields kept beside it for GET /v2/events.  Recording is
+ * best-effort: a failure is logged, never returned, so it can never fail or
+ * block the caller's state write.  A repeat of the same event (same object,
+ * name, severity and message) bumps the count and lastTimestamp of one Event
+ * instead of adding another.  Thread-safe. */
+#define HUB_EV_INFO "info"
+#define HUB_EV_WARNING "warning"
+#define HUB_EV_ERROR "error"
+#define HUB_EV_CRITICAL "critical"
+
+struct hub_event_ref {
+	const char *ns;           /* the involved object's namespace (required) */
+	const char *kind;         /* "Agent", "AgentClusterInstall", "InfraEnv", ... (required) */
+	const char *name;         /* the involved object's name (required) */
+	const char *uid;          /* its metadata.uid; NULL = unknown */
+	const char *api_version;  /* NULL: looked up in the registry from kind */
+	const char *cluster_id;   /* upstream ids the event is about; NULL = none */
+	const char *host_id;
+	const char *infra_env_id;
+};
+
+/* severity: HUB_EV_*; name: the upstream event name ("host_status_updated",
+ * ...; NULL = none).  The message is truncated at 4096 bytes. */
+void hub_event(struct hub *h, const struct hub_event_ref *ref, const char *severity,
+	       const char *name, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The same with category ("user" when NULL, or "metrics") and props (a JSON
+ * object, borrowed; NULL = none). */
+void hub_event_props(struct hub *h, const struct hub_event_ref *ref, const char *severity,
+		     const char *name, const char *category, const json_t *props, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+/* Fill *ret from an object (kind, name, namespace, uid; the ids stay NULL)
+ * or from an Agent (also host_id = its name, infra_env_id = the uid of its
+ * InfraEnv owner; cluster_id as given, may be NULL).  *ret borrows from obj. */
+void hub_event_ref_object(const json_t *obj, struct hub_event_ref *ret);
+void hub_event_ref_agent(const json_t *agent, const char *cluster_id, struct hub_event_ref *ret);
+/* One line per state change (backend.md §8):
+ * host_status_updated "Host <hostname>: updated status from <src> to <dst> (<info>)"
+ * with the severity of hub_event_host_status_severity(dst), and
+ * cluster_status_updated "Updated status of the cluster to <dst>" (info;
+ * the stateInfo goes into props; cluster_installation_failed, critical, is a
+ * separate hub_event).  No event when src == dst, or when src is NULL or ""
+ * (a new object: its registration is the event). */
+void hub_event_host_status(struct hub *h, const struct hub_event_ref *ref, const char *hostname,
+			   const char *src, const char *dst, const char *info);
+void hub_event_cluster_status(struct hub *h, const struct hub_event_ref *ref, const char *src,
+			      const char *dst, const char *info);
+const char *hub_event_host_status_severity(const char *state);
+/* The eventsURL of a cluster (kubeapi.md §4.3 step 10: cluster_id claim)
+ * and of a host (§4.4 step 9: the InfraEnv's infra_env_id token).  The
+ * cluster token is minted once and kept, so the URL is stable.  *ret is
+ * malloc'd. */
+int hub_cluster_events_url(struct hub *h, const char *cluster_id, char **ret, ah_err *err);
+int hub_host_events_url(struct hub *h, const json_t *infraenv, const char *host_id, char **ret,
+			ah_err *err);
+/* GET /api/assisted-install/v2/events; *handled false for other paths. */
+enum MHD_Result hub_events_api(struct hub *h, struct http_req *req, bool *handled);
+
+/* Admission rules (admission.c; kubeapi.md §5.1): registered once by hub_new. */
+int hub_admission_register(struct hub *h, ah_err *err);
+/* Whether the ClusterDeployment ns/name is installed: 0 and *ret, or a
+ * negative errno when it cannot be read. */
+typedef int (*hub_cd_installed_fn)(void *ud, const char *ns, const char *name, bool *ret);
+/* The rules themselves, pure but for cd_installed: kind is the Kind name;
+ * obj may be changed (the AgentClusterInstall default).  0, or -EINVAL with
+ * err = 400 BadRequest and the upstream message.  A status-only update passes. */
+int hub_admit_rules(const char *kind, enum kube_op op, const json_t *old, json_t *obj,
+		    hub_cd_installed_fn cd_installed, void *ud, ah_err *err);
+/* A syntax check of a gojq query (brackets, strings, operators): 0, or
+ * -EINVAL with the reason in why. */
+int hub_jq_syntax_check(const char *query, char *why, size_t why_size);
+
 /* Agent API (agentapi.c) and image service (imagesvc.c). */
 enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled);
 enum MHD_Result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled);
 void hub_check_disconnected(struct hub *h);
+/* Free every lease (hub_free). */
+void hub_leases_release(struct hub *h);
+/* GET/HEAD $API/infra-envs/<id>/downloads/files (discovery.ign, ipxe-script). */
+enum MHD_Result hub_downloads(struct hub *h, struct http_req *req, bool *handled);
+/* An upstream error body: {"code","message"} for 401/403, else
+ * {"kind":"Error","id","href","code","reason"}. */
+enum MHD_Result hub_reply_error(struct http_req *req, unsigned code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The InfraEnv's bootArtifacts object (kernel, rootfs, initrd, ipxeScript,
+ * discoveryIgnitionURL) for os and the InfraEnv token (infraenv.c).  New
+ * reference, NULL on ENOMEM. */
+json_t *hub_boot_artifacts(struct hub *h, const json_t *infraenv, const struct os_image *os,
+			   const char *token);
+
+/* OS images (osimages.c).  start: fill path/remote/area_len of every image,
+ * and start the download thread when a remote image is not cached yet
+ * (never blocks on the network).  stop: join it and free what start made;
+ * safe when start never ran.  ready: 0 when os->path may be read, with
+ * *ret_area_len (may be NULL) its embed area length or 0 if unknown;
+ * -EAGAIN while a remote image is still downloading, with a message for
+ * the InfraEnv condition (why, last failure) in msg.  Thread-safe. */
+int hub_os_images_start(struct hub *h, ah_err *err);
+void hub_os_images_stop(struct hub *h);
+int hub_os_image_ready(struct hub *h, const struct os_image *os, uint64_t *ret_area_len,
+		       char *msg, size_t size);
+
+/* Static networking (nmstate.c).  parts: the static-network Ignition parts
+ * (image/nmstate.h) of the NMStateConfigs the InfraEnv selects; both NULL
+ * when it selects none; errors name the NMStateConfig (400).  check_fit:
+ * 0 when the embed-area payload of ign fits in 262,144 bytes, else -E2BIG
+ * (400) saying how many of the selected configs would fit (params: the
+ * inputs ign was built from).  event: an NMStateConfig was written; requeue
+ * the InfraEnvs of its namespace it concerns. */
+struct discovery_params;
+int hub_static_net_parts(struct hub *h, const json_t *infraenv, json_t **ret_files,
+			 json_t **ret_units, ah_err *err);
+int hub_static_net_check_fit(struct hub *h, const json_t *infraenv,
+			     const struct discovery_params *params, const char *ign, size_t len,
+			     ah_err *err);
+void hub_nmstate_event(struct hub *h, const store_obj *so);
 
 #endif

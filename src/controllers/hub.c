@@ -77,7 +77,7 @@ static int load_os_images(struct hub *h, ah_err *err)
 		h->os_images[0].url = strdup(h->default_iso ? h->default_iso : "");
 		h->os_images[0].version = strdup("419.96.202510010000-0");
 		h->n_os_images = 1;
-		return 0;
+		return hub_os_images_start(h, err);
 	}
 	list = json_load_file(h->cfg.os_images_file, 0, &jerr);
 	if (!json_is_array(list) || json_array_size(list) == 0) {
@@ -102,6 +102,14 @@ static int load_os_images(struct hub *h, ah_err *err)
 						  i, keys[k]);
 			}
 		}
+		/* Besides local paths, http(s) URLs are downloaded once (osimages.c). */
+		if (strstr(jstr(e, "url"), "://") && strncmp(jstr(e, "url"), "file://", 7) != 0 &&
+		    strncmp(jstr(e, "url"), "http://", 7) != 0 && strncmp(jstr(e, "url"), "https://", 8) != 0) {
+			json_decref(list);
+			return ah_err_set(err, EINVAL, 0, "",
+					  "--os-images %s: entry %zu: \"url\" must be a local path or a file, http or https URL",
+					  h->cfg.os_images_file, i);
+		}
 		h->os_images[i].openshift_version = strdup(jstr(e, "openshift_version"));
 		h->os_images[i].cpu_architecture = strdup(jstr(e, "cpu_architecture"));
 		h->os_images[i].url = strdup(strncmp(jstr(e, "url"), "file://", 7) == 0 ?
@@ -110,7 +118,7 @@ static int load_os_images(struct hub *h, ah_err *err)
 		h->n_os_images++;
 	}
 	json_decref(list);
-	return 0;
+	return hub_os_images_start(h, err);
 }
 
 /* Compare dotted versions numerically ("4.10" > "4.9"). */
@@ -291,6 +299,7 @@ int hub_build_ignition(struct hub *h, const json_t *ie, char **ret_ign, size_t *
 	const char *ns = jstr(meta, "namespace"), *psname = jstr(json_object_get(spec, "pullSecretRef"), "name");
 	struct discovery_params p = { 0 };
 	char *pull = NULL, *token = NULL, *ign = NULL;
+	json_t *sn_files = NULL, *sn_units = NULL;
 	size_t len = 0;
 	int r;
 
@@ -322,9 +331,21 @@ int hub_build_ignition(struct hub *h, const json_t *ie, char **ret_ign, size_t *
 	p.ignition_config_override = jstr(spec, "ignitionConfigOverride");
 	p.cpu_architecture = jstr(spec, "cpuArchitecture");
 	p.os_image_version = jstr(spec, "osImageVersion");
-	r = ignition_build_discovery(&p, &ign, &len, err);
+	/* Static network from the selected NMStateConfigs (nmstate.c); too
+	 * many for the embed area is the user's error, not a broken image. */
+	r = hub_static_net_parts(h, ie, &sn_files, &sn_units, err);
+	p.static_network_files = sn_files;
+	p.static_network_units = sn_units;
+	if (r == 0)
+		r = ignition_build_discovery(&p, &ign, &len, err);
+	if (r == 0 && sn_files && (r = hub_static_net_check_fit(h, ie, &p, ign, len, err)) < 0) {
+		free(ign);
+		ign = NULL;
+	}
 	free(pull);
 	free(token);
+	json_decref(sn_files);
+	json_decref(sn_units);
 	if (r < 0)
 		return r;
 	if (ret_digest) {
@@ -374,6 +395,41 @@ void hub_enqueue(struct hub *h, const char *kind, const char *ns, const char *na
 	pthread_mutex_unlock(&h->qlock);
 }
 
+/* Reconcile kind/ns/name again after delay_ms (a back-off or a cooldown),
+ * not at once: an immediate requeue of something that cannot progress yet
+ * would spin the controller loop.  The earliest due time wins. */
+void hub_enqueue_after(struct hub *h, const char *kind, const char *ns, const char *name, int64_t delay_ms)
+{
+	int64_t due = util_mono_ms() + (delay_ms > 0 ? delay_ms : 0);
+	json_t *old;
+	char key[700];
+
+	snprintf(key, sizeof(key), "%s/%s/%s", kind, ns, name);
+	pthread_mutex_lock(&h->qlock);
+	old = json_object_get(h->delayed, key);
+	if (!old || json_integer_value(old) > due)
+		json_object_set_new(h->delayed, key, json_integer(due));
+	pthread_mutex_unlock(&h->qlock);
+}
+
+/* Move the delayed requeues that are due into the queue. */
+static void promote_delayed(struct hub *h)
+{
+	int64_t now = util_mono_ms();
+	const char *key;
+	json_t *v;
+	void *tmp;
+
+	pthread_mutex_lock(&h->qlock);
+	json_object_foreach_safe(h->delayed, tmp, key, v) {
+		if (json_integer_value(v) <= now) {
+			json_object_set_new(h->queue, key, json_true());
+			json_object_del(h->delayed, key);
+		}
+	}
+	pthread_mutex_unlock(&h->qlock);
+}
+
 struct ev_ctx {
 	struct hub *h;
 	json_t *secrets; /* "ns" -> true: namespaces whose Secrets changed */
@@ -383,6 +439,7 @@ static int event_visit(const store_obj *so, void *userdata)
 {
 	struct ev_ctx *ec = userdata;
 
+	hub_cluster_note(ec->h, so); /* CD, ACI, ClusterImageSet, Agent → their clusters */
 	if (strcmp(so->resource, ec->h->k_infraenv->store_key) == 0)
 		hub_enqueue(ec->h, "infraenv", so->ns, so->name);
 	else if (strcmp(so->resource, ec->h->k_agent->store_key) == 0 && so->type != STORE_DELETED)
@@ -393,6 +450,8 @@ static int event_visit(const store_obj *so, void *userdata)
 		hub_forget_host(ec->h, so->ns, so->name);
 	else if (strcmp(so->resource, "secrets") == 0)
 		json_object_set_new(ec->secrets, so->ns, json_true());
+	else if (strcmp(so->resource, "nmstateconfigs.agent-install.openshift.io") == 0)
+		hub_nmstate_event(ec->h, so); /* → the InfraEnvs that select it */
 	return 0;
 }
 
@@ -405,6 +464,13 @@ static int requeue_ns_visit(const store_obj *so, void *userdata)
 static int requeue_agent_visit(const store_obj *so, void *userdata)
 {
 	hub_enqueue(userdata, "agent", so->ns, so->name);
+	hub_cluster_note(userdata, so);
+	return 0;
+}
+
+static int requeue_cd_visit(const store_obj *so, void *userdata)
+{
+	hub_enqueue(userdata, "cd", so->ns, so->name);
 	return 0;
 }
 
@@ -413,6 +479,8 @@ static void resync_all(struct hub *h, const char *ns)
 	store_list(h->store, h->k_infraenv->store_key, ns, NULL, NULL, requeue_ns_visit, h, NULL);
 	if (!ns)
 		store_list(h->store, h->k_agent->store_key, NULL, NULL, NULL, requeue_agent_visit, h, NULL);
+	if (h->k_cd)
+		store_list(h->store, h->k_cd->store_key, ns, NULL, NULL, requeue_cd_visit, h, NULL);
 }
 
 static void *controller_main(void *arg)
@@ -447,6 +515,7 @@ static void *controller_main(void *arg)
 			resync_all(h, key);
 		json_decref(ec.secrets);
 
+		promote_delayed(h);
 		pthread_mutex_lock(&h->qlock);
 		work = h->queue;
 		h->queue = json_object();
@@ -460,11 +529,16 @@ static void *controller_main(void *arg)
 				hub_reconcile_infraenv(h, ns, name);
 			else if (strcmp(kind, "agent") == 0)
 				hub_reconcile_agent(h, ns, name);
+			else if (strcmp(kind, "cd") == 0)
+				hub_reconcile_cd(h, ns, name);
+			else if (strcmp(kind, "aci") == 0)
+				hub_reconcile_aci(h, ns, name);
 		}
 		json_decref(work);
 		if (util_mono_ms() - last_sweep >= 1000) {
 			last_sweep = util_mono_ms();
 			hub_check_disconnected(h);
+			hub_cluster_tick(h);
 		}
 		pthread_mutex_lock(&h->qlock);
 		if (!h->stop && json_object_size(h->queue) == 0 &&
@@ -504,13 +578,17 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 	h->k_infraenv = kube_registry_by_kind(h->reg, "agent-install.openshift.io/v1beta1", "InfraEnv");
 	h->k_agent = kube_registry_by_kind(h->reg, "agent-install.openshift.io/v1beta1", "Agent");
 	h->k_secret = kube_registry_by_kind(h->reg, "v1", "Secret");
+	hub_cluster_init(h);
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_mutex_init(&h->qlock, NULL);
 	pthread_cond_init(&h->qcond, NULL);
 	h->queue = json_object();
+	h->delayed = json_object();
 	r = load_os_images(h, err);
 	if (r == 0)
 		r = jwt_keys_load_or_create(cfg->data_dir, &h->keys, err);
+	if (r == 0)
+		r = hub_admission_register(h, err);
 	if (r == 0 && pthread_create(&h->thread, NULL, controller_main, h) != 0)
 		r = ah_err_set(err, EAGAIN, 500, "InternalError", "cannot start the controllers");
 	if (r < 0) {
@@ -536,13 +614,8 @@ void hub_free(struct hub *h)
 		store_wake_all(h->store);
 		pthread_join(h->thread, NULL);
 	}
-	while (h->leases) {
-		struct host_lease *l = h->leases;
-
-		h->leases = l->next;
-		json_decref(l->facts);
-		free(l);
-	}
+	hub_leases_release(h);
+	hub_os_images_stop(h);
 	for (i = 0; i < h->n_os_images; i++) {
 		free(h->os_images[i].openshift_version);
 		free(h->os_images[i].cpu_architecture);
@@ -552,6 +625,8 @@ void hub_free(struct hub *h)
 	free(h->os_images);
 	jwt_keys_free(h->keys);
 	json_decref(h->queue);
+	json_decref(h->delayed);
+	hub_cluster_release(h);
 	free(h->service_url);
 	free(h->hub_ca_pem);
 	free(h->default_iso);
@@ -563,6 +638,14 @@ void hub_free(struct hub *h)
 
 enum MHD_Result hub_handle(struct hub *h, struct http_req *req, bool *handled)
 {
+	/* The signed file downloads sit under the agent API's prefix. */
+	enum MHD_Result dl = hub_downloads(h, req, handled);
+
+	if (*handled)
+		return dl;
+	dl = hub_events_api(h, req, handled);
+	if (*handled)
+		return dl;
 	enum MHD_Result r = hub_agentapi(h, req, handled);
 
 	if (*handled)

@@ -1,20 +1,29 @@
 /* imagesvc.c - the image service: the discovery ISO of an InfraEnv streamed
  * as the base ISO with its Ignition payload overlaid at the embed area
- * (image.md §2.5), the PXE initrd with the payload appended, and the raw
- * boot artifacts.  Nothing is written per InfraEnv: every response reads the
- * base ISO and overlays the payload on the fly, so memory per download is
- * O(1).  Range (one range) and HEAD as Go's http.ServeContent does. */
+ * (image.md §2.5), the PXE initrd with the payload appended, the raw boot
+ * artifacts, and the signed files of $API/infra-envs/<id>/downloads/files
+ * (the discovery Ignition and the iPXE script, image.md §3 and §5).
+ * Nothing is written per InfraEnv: every response reads the base ISO and
+ * overlays the payload on the fly, so memory per download is O(1).  Range
+ * (one range) and HEAD as Go's http.ServeContent does.  A payload the
+ * embed area cannot hold is refused with an error, never streamed. */
 #include "hub-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/util.h"
+#include "image/ignition.h"
+#include "image/ipxe.h"
 #include "image/iso.h"
 
 static enum MHD_Result reply_text(struct http_req *req, unsigned status, const char *text)
@@ -142,24 +151,62 @@ static enum MHD_Result serve(struct http_req *req, struct stream *s, uint64_t si
 	return r;
 }
 
-/* Verify an image token and find its InfraEnv; 0, or a reply was queued. */
+enum MHD_Result hub_reply_error(struct http_req *req, unsigned code, const char *fmt, ...)
+{
+	char msg[AH_ERR_MSG_MAX], codes[16];
+	enum MHD_Result r;
+	json_t *body;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(codes, sizeof(codes), "%u", code);
+	if (code == 401 || code == 403)
+		body = json_pack("{s:i,s:s}", "code", code, "message", msg);
+	else
+		body = json_pack("{s:s,s:i,s:s,s:s,s:s}", "kind", "Error", "id", code, "href", "", "code", codes,
+				 "reason", msg);
+	r = http_reply_json(req, code, body);
+	json_decref(body);
+	return r;
+}
+
+/* An error the image layer or the ignition builder reported, as JSON. */
+static enum MHD_Result reply_err(struct http_req *req, const ah_err *err)
+{
+	unsigned status = err->status >= 400 && err->status < 600 ? (unsigned)err->status : 500;
+
+	return hub_reply_error(req, status, "%s", err->message[0] ? err->message : "internal error");
+}
+
+/* Verify an image token and find its InfraEnv; 0, or a reply was queued.
+ * A token for another InfraEnv than path_id is "Object Not Found", as
+ * upstream's resource-scoped local authorization answers (backend.md §9). */
 static int authorize(struct hub *h, struct http_req *req, const char *token, const char *path_id,
-		     json_t **ret_ie, enum MHD_Result *res)
+		     bool json_errors, json_t **ret_ie, enum MHD_Result *res)
 {
 	json_t *claims = NULL, *ie = NULL;
 	const char *id;
 	ah_err err;
 
-	if (!token || jwt_verify(h->keys, token, &claims, &err) < 0) {
-		*res = reply_text(req, 401, "Unauthorized");
+	if (!token || !*token || jwt_verify(h->keys, token, &claims, &err) < 0) {
+		*res = json_errors ? hub_reply_error(req, 401, "Unauthorized") : reply_text(req, 401, "Unauthorized");
 		return -EACCES;
 	}
 	id = json_string_value(json_object_get(claims, "infra_env_id"));
 	if (!id)
 		id = json_string_value(json_object_get(claims, "sub"));
-	if (!id || (path_id && strcmp(path_id, id) != 0) || hub_find_infraenv(h, id, &ie) < 0) {
+	if (!id || (path_id && strcmp(path_id, id) != 0)) {
 		json_decref(claims);
-		*res = reply_text(req, 404, "Object Not Found");
+		*res = json_errors ? hub_reply_error(req, 404, "Object Not Found") :
+				     reply_text(req, 404, "Object Not Found");
+		return -ENOENT;
+	}
+	if (hub_find_infraenv(h, id, &ie) < 0) {
+		*res = json_errors ? hub_reply_error(req, 404, "infra-env %s not found", id) :
+				     reply_text(req, 404, "Object Not Found");
+		json_decref(claims);
 		return -ENOENT;
 	}
 	json_decref(claims);
@@ -167,36 +214,67 @@ static int authorize(struct hub *h, struct http_req *req, const char *token, con
 	return 0;
 }
 
-static int payload_for(struct hub *h, const json_t *ie, unsigned char **ret, size_t *ret_len, ah_err *err)
+/* What serve_iso and serve_initrd share: the token, the OS image (on disk)
+ * and the Ignition payload of the InfraEnv. */
+struct image_req {
+	const struct os_image *os;
+	uint64_t area_len;       /* the OS image's embed area, 0 if unknown */
+	unsigned char *payload;  /* gzip'd cpio holding config.ign */
+	size_t plen;
+	char id[64];             /* the InfraEnv id */
+};
+
+/* 0 with *ir filled (free ir->payload), or a reply queued in *res.
+ * unknown_status: the status for an unknown version/arch (ISO routes 404,
+ * the initrd 400, as image-service). */
+static int image_req_prepare(struct hub *h, struct http_req *req, const char *token, const char *path_id,
+			     const char *version, const char *arch, unsigned unknown_status,
+			     struct image_req *ir, enum MHD_Result *res)
 {
-	char *ign = NULL;
+	const json_t *spec;
+	json_t *ie = NULL;
+	char *ign = NULL, msg[2048];
 	size_t len = 0;
-	int r = hub_build_ignition(h, ie, &ign, &len, NULL, err);
+	ah_err err;
+	int r;
 
-	if (r < 0)
-		return r;
-	r = ignition_payload_build(ign, len, ret, ret_len, err);
-	free(ign);
-	return r;
-}
-
-static const struct os_image *os_for(struct hub *h, const json_t *ie, const char *version, const char *arch)
-{
-	const json_t *spec = json_object_get(ie, "spec");
-
+	memset(ir, 0, sizeof(*ir));
+	if (authorize(h, req, token, path_id, false, &ie, res) < 0)
+		return -EACCES;
+	spec = json_object_get(ie, "spec");
 	if (!arch || !*arch)
 		arch = json_string_value(json_object_get(spec, "cpuArchitecture"));
-	return hub_pick_os_image(h, version, arch);
+	ir->os = hub_pick_os_image(h, version, arch);
+	snprintf(ir->id, sizeof(ir->id), "%s",
+		 json_string_value(json_object_get(json_object_get(ie, "metadata"), "uid")));
+	if (!ir->os) {
+		json_decref(ie);
+		*res = reply_text(req, unknown_status, unknown_status == 404 ? "404 page not found" : "unknown version");
+		return -ENOENT;
+	}
+	if (hub_os_image_ready(h, ir->os, &ir->area_len, msg, sizeof(msg)) < 0) {
+		json_decref(ie);
+		*res = hub_reply_error(req, 503, "%s", msg);
+		return -EAGAIN;
+	}
+	ah_err_clear(&err);
+	r = hub_build_ignition(h, ie, &ign, &len, NULL, &err);
+	json_decref(ie);
+	if (r == 0)
+		r = ignition_payload_build(ign, len, &ir->payload, &ir->plen, &err);
+	free(ign);
+	if (r < 0) {
+		*res = reply_err(req, &err);
+		return r;
+	}
+	return 0;
 }
 
 static enum MHD_Result serve_iso(struct hub *h, struct http_req *req, const char *token,
 				 const char *version, const char *arch, const char *file)
 {
-	json_t *ie = NULL;
-	const struct os_image *os;
+	struct image_req ir;
 	struct stream *s;
-	unsigned char *payload = NULL;
-	size_t plen = 0;
 	enum MHD_Result res;
 	char fname[128];
 	ah_err err;
@@ -208,74 +286,62 @@ static enum MHD_Result serve_iso(struct hub *h, struct http_req *req, const char
 		snprintf(msg, sizeof(msg), "unrecognized file name %s", file);
 		return reply_text(req, 404, msg);
 	}
-	if (authorize(h, req, token, NULL, &ie, &res) < 0)
+	if (image_req_prepare(h, req, token, NULL, version, arch, 404, &ir, &res) < 0)
 		return res;
-	os = os_for(h, ie, version, arch);
-	if (!os) {
-		json_decref(ie);
-		return reply_text(req, 404, "404 page not found");
+	/* Never a corrupt ISO: a payload the area cannot hold is refused
+	 * (the InfraEnv's ImageCreated condition says the same). */
+	ah_err_clear(&err);
+	if (ignition_payload_check_area(ir.plen, ir.area_len ? ir.area_len : ISO_IGNITION_AREA_SIZE, &err) < 0) {
+		free(ir.payload);
+		return reply_err(req, &err);
 	}
-	r = payload_for(h, ie, &payload, &plen, &err);
-	snprintf(fname, sizeof(fname), "%s-discovery.iso",
-		 json_string_value(json_object_get(json_object_get(ie, "metadata"), "uid")));
-	json_decref(ie);
-	if (r < 0)
-		return reply_text(req, err.status >= 400 && err.status < 500 ? err.status : 500, err.message);
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		free(payload);
+		free(ir.payload);
 		return MHD_NO;
 	}
 	s->fd = -1;
 	s->kind = SRC_ISO;
-	r = iso_overlay_open(os->url, payload, plen, &s->iso, &err);
-	free(payload);
+	r = iso_overlay_open(ir.os->path, ir.payload, ir.plen, &s->iso, &err);
+	free(ir.payload);
 	if (r < 0) {
 		free(s);
-		log_warn("image service: %s: %s", os->url, err.message);
-		return reply_text(req, 500, "");
+		log_warn("image service: %s: %s", ir.os->path, err.message);
+		if (r == -E2BIG)
+			return hub_reply_error(req, 400, "%s", err.message);
+		return hub_reply_error(req, 500, "the OS image %s cannot be read", ir.os->version);
 	}
+	snprintf(fname, sizeof(fname), "%s-discovery.iso", ir.id);
 	return serve(req, s, iso_overlay_size(s->iso), fname);
 }
 
 static enum MHD_Result serve_initrd(struct hub *h, struct http_req *req, const char *id)
 {
-	const char *token = http_query(req, "api_key");
-	json_t *ie = NULL;
-	const struct os_image *os;
+	struct image_req ir;
 	struct stream *s;
-	unsigned char *payload = NULL;
-	size_t plen = 0;
 	enum MHD_Result res;
 	char fname[128];
 	ah_err err;
 	int r;
 
-	if (authorize(h, req, token, id, &ie, &res) < 0)
+	if (image_req_prepare(h, req, http_query(req, "api_key"), id, http_query(req, "version"),
+			      http_query(req, "arch"), 400, &ir, &res) < 0)
 		return res;
-	os = os_for(h, ie, http_query(req, "version"), http_query(req, "arch"));
-	if (!os) {
-		json_decref(ie);
-		return reply_text(req, 400, "unknown version");
-	}
-	r = payload_for(h, ie, &payload, &plen, &err);
-	json_decref(ie);
-	if (r < 0)
-		return reply_text(req, err.status >= 400 && err.status < 500 ? err.status : 500, err.message);
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		free(payload);
+		free(ir.payload);
 		return MHD_NO;
 	}
 	s->fd = -1;
 	s->kind = SRC_INITRD;
-	r = initrd_overlay_open(os->url, payload, plen, &s->initrd, &err);
-	free(payload);
+	r = initrd_overlay_open(ir.os->path, ir.payload, ir.plen, &s->initrd, &err);
+	free(ir.payload);
 	if (r < 0) {
 		free(s);
-		return reply_text(req, 500, "");
+		log_warn("image service: %s: %s", ir.os->path, err.message);
+		return hub_reply_error(req, 500, "the OS image %s cannot be read", ir.os->version);
 	}
-	snprintf(fname, sizeof(fname), "%s-initrd.img", id);
+	snprintf(fname, sizeof(fname), "%s-initrd.img", ir.id);
 	return serve(req, s, initrd_overlay_size(s->initrd), fname);
 }
 
@@ -286,6 +352,7 @@ static enum MHD_Result serve_artifact(struct hub *h, struct http_req *req, const
 			   strcmp(which, "rootfs") == 0 ? "/images/pxeboot/rootfs.img" : NULL;
 	struct iso_area area;
 	struct stream *s;
+	char msg[2048];
 	ah_err err;
 	int fd;
 
@@ -293,7 +360,9 @@ static enum MHD_Result serve_artifact(struct hub *h, struct http_req *req, const
 		return reply_text(req, 404, "404 page not found");
 	if (!os)
 		return reply_text(req, 400, "unknown version");
-	fd = open(os->url, O_RDONLY | O_CLOEXEC);
+	if (hub_os_image_ready(h, os, NULL, msg, sizeof(msg)) < 0)
+		return hub_reply_error(req, 503, "%s", msg);
+	fd = open(os->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return reply_text(req, 500, "");
 	if (iso_find_file(fd, path, &area, &err) < 0) {
@@ -332,4 +401,253 @@ enum MHD_Result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled)
 		return serve_artifact(h, req, c);
 	*handled = false;
 	return MHD_NO;
+}
+
+/* --- $API/infra-envs/<id>/downloads/files (image.md §3, §5) ---------------- */
+
+/* A small file, whole, as upstream's downloads: attachment; Last-Modified
+ * = when the InfraEnv's image was generated (its createdTime). */
+static enum MHD_Result reply_file(struct http_req *req, const char *body, size_t len, const char *filename,
+				  const json_t *ie)
+{
+	const char *created = json_string_value(json_object_get(json_object_get(ie, "status"), "createdTime"));
+	struct MHD_Response *resp;
+	enum MHD_Result r;
+	char hdr[256];
+	time_t t = 0;
+	struct tm tm;
+
+	resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	if (!created || util_parse_rfc3339(created, &t) < 0)
+		t = time(NULL);
+	gmtime_r(&t, &tm);
+	strftime(hdr, sizeof(hdr), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	MHD_add_response_header(resp, "Last-Modified", hdr);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+	snprintf(hdr, sizeof(hdr), "attachment; filename=\"%s\"", filename);
+	MHD_add_response_header(resp, "Content-Disposition", hdr);
+	r = MHD_queue_response(req->conn, 200, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+static bool mac_ok(const char *m)
+{
+	int i;
+
+	if (strlen(m) != 17)
+		return false;
+	for (i = 0; i < 17; i++) {
+		if (i % 3 == 2 ? m[i] != ':' : !strchr("0123456789abcdefABCDEF", m[i]))
+			return false;
+	}
+	return true;
+}
+
+struct mac_find {
+	const char *ie_name, *mac;
+	int found;
+	json_t *agent;  /* the (last) Agent whose inventory has the MAC */
+};
+
+static int mac_visit(const store_obj *so, void *userdata)
+{
+	struct mac_find *mf = userdata;
+	json_t *a, *ifs, *itf;
+	const char *owner;
+	size_t i;
+
+	if (!strcasestr(so->json, mf->mac))
+		return 0;
+	a = json_loadb(so->json, so->len, 0, NULL);
+	owner = json_string_value(json_object_get(json_object_get(json_object_get(a, "metadata"), "labels"),
+						  LABEL_INFRAENV));
+	if (!owner || strcmp(owner, mf->ie_name) != 0) {
+		json_decref(a);
+		return 0;
+	}
+	ifs = json_object_get(json_object_get(json_object_get(a, "status"), "inventory"), "interfaces");
+	json_array_foreach(ifs, i, itf) {
+		const char *m = json_string_value(json_object_get(itf, "macAddress"));
+
+		if (m && strcasecmp(m, mf->mac) == 0) {
+			mf->found++;
+			json_decref(mf->agent);
+			mf->agent = json_incref(a);
+			break;
+		}
+	}
+	json_decref(a);
+	return 0;
+}
+
+/* boot-order-control: a host that is installed (or past the point of
+ * writing its disk) boots from its disk: 404 makes iPXE fall through to
+ * the next boot device (image.md §5.2).  0 = boot discovery. */
+static int mac_gate(struct hub *h, struct http_req *req, const json_t *ie, const char *mac, enum MHD_Result *res)
+{
+	static const char *const past_disk[] = { "Done", "Configuring", "Joined", "Rebooting", "Waiting for ignition" };
+	const json_t *meta = json_object_get(ie, "metadata");
+	struct mac_find mf = { .ie_name = json_string_value(json_object_get(meta, "name")), .mac = mac };
+	const json_t *st;
+	const char *state, *stage;
+	size_t i;
+
+	store_list(h->store, h->k_agent->store_key, json_string_value(json_object_get(meta, "namespace")), NULL, NULL,
+		   mac_visit, &mf, NULL);
+	if (mf.found > 1) {
+		json_decref(mf.agent);
+		*res = hub_reply_error(req, 500, "found %d hosts with MAC address %s in infra-env %s", mf.found, mac,
+				       json_string_value(json_object_get(meta, "uid")));
+		return -EEXIST;
+	}
+	if (!mf.found)
+		return 0;
+	st = json_object_get(mf.agent, "status");
+	state = json_string_value(json_object_get(json_object_get(st, "debugInfo"), "state"));
+	stage = json_string_value(json_object_get(json_object_get(st, "progress"), "currentStage"));
+	for (i = 0; state && stage && strcmp(state, "installing-in-progress") == 0 &&
+		    i < sizeof(past_disk) / sizeof(past_disk[0]); i++)
+		if (strcmp(stage, past_disk[i]) == 0)
+			break;
+	if (state && (strcmp(state, "installed") == 0 ||
+		      (strcmp(state, "installing-in-progress") == 0 && stage && i < sizeof(past_disk) / sizeof(past_disk[0])))) {
+		*res = hub_reply_error(req, 404, "host %s with MAC address %s should boot from its disk (%s)",
+				       json_string_value(json_object_get(json_object_get(mf.agent, "metadata"), "name")),
+				       mac, state);
+		json_decref(mf.agent);
+		return -ENOENT;
+	}
+	json_decref(mf.agent);
+	return 0;
+}
+
+static enum MHD_Result serve_ipxe(struct hub *h, struct http_req *req, const json_t *ie, const char *type)
+{
+	const json_t *spec = json_object_get(ie, "spec"), *meta = json_object_get(ie, "metadata");
+	const char *mac = http_query(req, "mac");
+	const struct os_image *os;
+	json_t *ba = NULL;
+	char *token = NULL, *kargs = NULL, *script = NULL;
+	enum MHD_Result res;
+	ah_err err;
+	int r;
+
+	ah_err_clear(&err);
+	if (mac && !mac_ok(mac))
+		return hub_reply_error(req, 400, "mac in query must be of type mac: \"%s\"", mac);
+	os = hub_pick_os_image(h, json_string_value(json_object_get(spec, "osImageVersion")),
+			       json_string_value(json_object_get(spec, "cpuArchitecture")));
+	if (!os)
+		return hub_reply_error(req, 404, "Specified OSImageVersion is missing from AgentServiceConfig");
+	if (hub_infraenv_token(h, ie, &token, &err) < 0)
+		return reply_err(req, &err);
+	if (mac) {
+		if (mac_gate(h, req, ie, mac, &res) < 0) {
+			free(token);
+			return res;
+		}
+	} else if (type && strcmp(type, "boot-order-control") == 0) {
+		/* Chain back here with the booting NIC's MAC: scheme://host of
+		 * the service URL, its path dropped, query keys sorted. */
+		const char *host = strstr(h->service_url, "://");
+		char url[4096];
+
+		host = host ? host + 3 : h->service_url;
+		snprintf(url, sizeof(url), "%.*s%.*s" API_PREFIX "/infra-envs/%s/downloads/files?api_key=%s&file_name=ipxe-script",
+			 (int)(host - h->service_url), h->service_url, (int)strcspn(host, "/"), host,
+			 json_string_value(json_object_get(meta, "uid")), token);
+		free(token);
+		script = ipxe_redirect_script(url);
+		if (!script)
+			return hub_reply_error(req, 500, "cannot render the iPXE script");
+		res = reply_file(req, script, strlen(script), "ipxe-script", ie);
+		free(script);
+		return res;
+	}
+	r = kernel_args_apply(json_object_get(spec, "kernelArguments"), NULL, &kargs, &err);
+	if (r < 0) {
+		free(token);
+		return reply_err(req, &err);
+	}
+	ba = hub_boot_artifacts(h, ie, os, token);
+	free(token);
+	if (ba)
+		script = ipxe_script(json_string_value(json_object_get(ba, "kernel")),
+				     json_string_value(json_object_get(ba, "initrd")),
+				     json_string_value(json_object_get(ba, "rootfs")), kargs);
+	json_decref(ba);
+	free(kargs);
+	if (!script)
+		return hub_reply_error(req, 500, "cannot render the iPXE script");
+	res = reply_file(req, script, strlen(script), "ipxe-script", ie);
+	free(script);
+	return res;
+}
+
+static enum MHD_Result serve_ignition(struct hub *h, struct http_req *req, const json_t *ie)
+{
+	char *ign = NULL;
+	size_t len = 0;
+	enum MHD_Result res;
+	ah_err err;
+
+	ah_err_clear(&err);
+	/* The very bytes the ISO and the initrd carry. */
+	if (hub_build_ignition(h, ie, &ign, &len, NULL, &err) < 0)
+		return reply_err(req, &err);
+	res = reply_file(req, ign, len, "discovery.ign", ie);
+	free(ign);
+	return res;
+}
+
+enum MHD_Result hub_downloads(struct hub *h, struct http_req *req, bool *handled)
+{
+	static const char prefix[] = API_PREFIX "/infra-envs/";
+	const char *p = req->path, *file, *type, *iso_type;
+	char id[64], rest[32];
+	json_t *ie = NULL;
+	enum MHD_Result res;
+	int n = 0;
+
+	*handled = false;
+	if (strncmp(p, prefix, sizeof(prefix) - 1) != 0)
+		return MHD_NO;
+	if (sscanf(p + sizeof(prefix) - 1, "%63[^/]/%31s%n", id, rest, &n) != 2 ||
+	    p[sizeof(prefix) - 1 + (size_t)n] != '\0' || strcmp(rest, "downloads/files") != 0)
+		return MHD_NO;
+	*handled = true;
+	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
+		return hub_reply_error(req, 405, "method %s is not allowed, but [GET] are", req->method);
+	/* As go-openapi: authentication first, then the parameters. */
+	if (authorize(h, req, http_query(req, "api_key"), id, true, &ie, &res) < 0)
+		return res;
+	file = http_query(req, "file_name");
+	type = http_query(req, "ipxe_script_type");
+	iso_type = http_query(req, "discovery_iso_type");
+	if (!file || !*file)
+		res = hub_reply_error(req, 400, "file_name in query is required");
+	else if (strcmp(file, "discovery.ign") != 0 && strcmp(file, "ipxe-script") != 0)
+		res = hub_reply_error(req, 400, "file_name in query should be one of [discovery.ign ipxe-script]: \"%s\"",
+				      file);
+	else if (type && strcmp(type, "discovery-image-always") != 0 && strcmp(type, "boot-order-control") != 0)
+		res = hub_reply_error(req, 400,
+				      "ipxe_script_type in query should be one of [discovery-image-always boot-order-control]: \"%s\"",
+				      type);
+	else if (type && strcmp(file, "ipxe-script") != 0)
+		res = hub_reply_error(req, 400, "ipxe_script_type can only be set with file_name ipxe-script, not %s",
+				      file);
+	else if (iso_type && strcmp(iso_type, "full-iso") != 0 && strcmp(iso_type, "minimal-iso") != 0 &&
+		 strcmp(iso_type, "disconnected-iso") != 0)
+		res = hub_reply_error(req, 400,
+				      "discovery_iso_type in query should be one of [full-iso minimal-iso disconnected-iso]: \"%s\"",
+				      iso_type);
+	else if (strcmp(file, "discovery.ign") == 0)
+		res = serve_ignition(h, req, ie);
+	else
+		res = serve_ipxe(h, req, ie, type);
+	json_decref(ie);
+	return res;
 }

@@ -4,7 +4,12 @@
  * The image is regenerated only when its inputs change (the ignition's
  * content, the OS image, the kernel arguments): a digest of them is kept in
  * the hub's private image-state record, and the ISO URL (and createdTime)
- * move only with it.  Labels and annotations are not inputs. */
+ * move only with it.  Labels and annotations are not inputs.
+ *
+ * An image is only announced when the image service can serve it: its OS
+ * image is on disk (a remote one may still be downloading, osimages.c) and
+ * the Ignition payload fits the ISO's embed area, checked on every
+ * generation; otherwise ImageCreated is False and the URL is withdrawn. */
 #include "hub-internal.h"
 
 #include <errno.h>
@@ -15,6 +20,7 @@
 
 #include "base/log.h"
 #include "base/util.h"
+#include "image/iso.h"
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -91,14 +97,23 @@ static void put_condition(json_t *status, json_t *cond)
 	json_object_set_new(status, "conditions", out);
 }
 
-static int patch_status(struct hub *h, const char *ns, const char *name, json_t *status)
+/* A merge patch from old_status to status: a top-level field that went
+ * away is sent as null (a merge patch keeps what it does not name). */
+static int patch_status(struct hub *h, const char *ns, const char *name, json_t *status,
+			const json_t *old_status)
 {
 	struct kube_opts o = { .status = true };
-	json_t *patch = json_pack("{s:O}", "status", status), *ret = NULL;
+	json_t *patch = json_pack("{s:o}", "status", json_deep_copy(status)), *ret = NULL, *v;
+	const char *k;
 	ah_err err;
-	int r = kube_patch(h->api, h->k_infraenv, ns, name, "application/merge-patch+json", patch, &o,
-			   &ret, &err);
+	int r;
 
+	json_object_foreach((json_t *)old_status, k, v) {
+		if (!json_object_get(status, k))
+			json_object_set_new(json_object_get(patch, "status"), k, json_null());
+	}
+	r = kube_patch(h->api, h->k_infraenv, ns, name, "application/merge-patch+json", patch, &o, &ret,
+		       &err);
 	if (r < 0 && r != -ENOENT)
 		log_warn("infraenv %s/%s: status update: %s", ns, name, err.message);
 	json_decref(patch);
@@ -150,6 +165,55 @@ static void url_for(struct hub *h, char *buf, size_t size, const char *fmt, ...)
 	va_end(ap);
 }
 
+json_t *hub_boot_artifacts(struct hub *h, const json_t *ie, const struct os_image *os, const char *token)
+{
+	const json_t *spec = json_object_get(ie, "spec");
+	const char *uid = jstr(json_object_get(ie, "metadata"), "uid"), *type = jstr(spec, "ipxeScriptType");
+	json_t *ba = json_object();
+	char buf[4096];
+
+	if (!ba)
+		return NULL;
+	url_for(h, buf, sizeof(buf), "/boot-artifacts/kernel?arch=%s&version=%s", os->cpu_architecture,
+		os->openshift_version);
+	json_object_set_new(ba, "kernel", json_string(buf));
+	url_for(h, buf, sizeof(buf), "/boot-artifacts/rootfs?arch=%s&version=%s", os->cpu_architecture,
+		os->openshift_version);
+	json_object_set_new(ba, "rootfs", json_string(buf));
+	url_for(h, buf, sizeof(buf), "/images/%s/pxe-initrd?api_key=%s&arch=%s&version=%s", uid, token,
+		os->cpu_architecture, os->openshift_version);
+	json_object_set_new(ba, "initrd", json_string(buf));
+	url_for(h, buf, sizeof(buf), API_PREFIX "/infra-envs/%s/downloads/files?api_key=%s&file_name=ipxe-script%s",
+		uid, token, type && strcmp(type, "BootOrderControl") == 0 ? "&ipxe_script_type=boot-order-control" : "");
+	json_object_set_new(ba, "ipxeScript", json_string(buf));
+	url_for(h, buf, sizeof(buf), API_PREFIX "/infra-envs/%s/downloads/files?api_key=%s&file_name=discovery.ign",
+		uid, token);
+	json_object_set_new(ba, "discoveryIgnitionURL", json_string(buf));
+	return ba;
+}
+
+/* What the image service needs beyond a valid ignition: the OS image on
+ * disk, and a payload that fits its embed area.  Checked on every
+ * generation (upstream checks the size only when the override changes,
+ * and a too large static network config then fails at download). */
+static int image_servable(struct hub *h, const struct os_image *os, const char *ign, size_t len,
+			  ah_err *err)
+{
+	unsigned char *payload = NULL;
+	uint64_t area = 0;
+	size_t plen = 0;
+	char msg[2048];
+	int r = hub_os_image_ready(h, os, &area, msg, sizeof(msg));
+
+	if (r < 0)
+		return ah_err_set(err, EAGAIN, 503, "ServiceUnavailable", "%s", msg);
+	r = ignition_payload_build(ign, len, &payload, &plen, err);
+	if (r < 0)
+		return r;
+	free(payload);
+	return ignition_payload_check_area(plen, area ? area : ISO_IGNITION_AREA_SIZE, err);
+}
+
 int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 {
 	json_t *ie = NULL, *status, *old_status, *st = NULL;
@@ -179,7 +243,7 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 	}
 	if (set_finalizer(h, ie, true) < 0) {
 		json_decref(ie);
-		hub_enqueue(h, "infraenv", ns, name);
+		hub_enqueue_after(h, "infraenv", ns, name, 1000);
 		return 0;
 	}
 	old_status = json_object_get(ie, "status");
@@ -195,6 +259,8 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 		r = hub_build_ignition(h, ie, &ign, &len, digest, &err);
 	}
 	if (r == 0)
+		r = image_servable(h, os, ign, len, &err);
+	if (r == 0)
 		r = hub_infraenv_token(h, ie, &token, &err);
 	if (r < 0) {
 		char msg[AH_ERR_MSG_MAX + 64];
@@ -207,7 +273,7 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 		json_object_del(status, "isoDownloadURL");
 		json_object_del(status, "createdTime");
 		if (!json_equal(status, old_status))
-			patch_status(h, ns, name, status);
+			patch_status(h, ns, name, status, old_status);
 		json_decref(status);
 		json_decref(ie);
 		free(ign);
@@ -223,11 +289,13 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 		/* Regeneration cooldown: a burst of edits yields one new image. */
 		if (jstr(st, "created") && util_parse_rfc3339(jstr(st, "created"), &last) == 0 &&
 		    time(NULL) - last < h->cfg.image_cooldown_s) {
+			int64_t wait_ms = ((int64_t)h->cfg.image_cooldown_s - (time(NULL) - last)) * 1000;
+
 			json_decref(st);
 			json_decref(status);
 			json_decref(ie);
 			free(token);
-			hub_enqueue(h, "infraenv", ns, name);
+			hub_enqueue_after(h, "infraenv", ns, name, wait_ms);
 			return 0;
 		}
 		json_object_set_new(st, "digest", json_string(digest));
@@ -239,7 +307,7 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 			json_decref(status);
 			json_decref(ie);
 			free(token);
-			hub_enqueue(h, "infraenv", ns, name);
+			hub_enqueue_after(h, "infraenv", ns, name, 1000);
 			return 0;
 		}
 	}
@@ -248,27 +316,7 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 		os->cpu_architecture, jstr(st, "digest"));
 	json_object_set_new(status, "isoDownloadURL", json_string(buf));
 	json_object_set_new(status, "createdTime", json_string(jstr(st, "created")));
-	{
-		json_t *ba = json_object();
-
-		url_for(h, buf, sizeof(buf), "/boot-artifacts/kernel?arch=%s&version=%s", os->cpu_architecture,
-			os->openshift_version);
-		json_object_set_new(ba, "kernel", json_string(buf));
-		url_for(h, buf, sizeof(buf), "/boot-artifacts/rootfs?arch=%s&version=%s", os->cpu_architecture,
-			os->openshift_version);
-		json_object_set_new(ba, "rootfs", json_string(buf));
-		url_for(h, buf, sizeof(buf), "/images/%s/pxe-initrd?api_key=%s&arch=%s&version=%s", uid, token,
-			os->cpu_architecture, os->openshift_version);
-		json_object_set_new(ba, "initrd", json_string(buf));
-		url_for(h, buf, sizeof(buf), API_PREFIX "/infra-envs/%s/downloads/files?api_key=%s&file_name=ipxe-script%s",
-			uid, token, jstr(spec, "ipxeScriptType") && strcmp(jstr(spec, "ipxeScriptType"), "BootOrderControl") == 0 ?
-			"&ipxe_script_type=boot-order-control" : "");
-		json_object_set_new(ba, "ipxeScript", json_string(buf));
-		url_for(h, buf, sizeof(buf), API_PREFIX "/infra-envs/%s/downloads/files?api_key=%s&file_name=discovery.ign",
-			uid, token);
-		json_object_set_new(ba, "discoveryIgnitionURL", json_string(buf));
-		json_object_set_new(status, "bootArtifacts", ba);
-	}
+	json_object_set_new(status, "bootArtifacts", hub_boot_artifacts(h, ie, os, token));
 	{
 		json_t *dbg = json_object_get(status, "debugInfo");
 
@@ -282,7 +330,7 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 	put_condition(status, condition(json_object_get(old_status, "conditions"), "ImageCreated", "True",
 					"InfraEnvAvailable", "InfraEnv is available: Image has been created"));
 	if (!json_equal(status, old_status))
-		patch_status(h, ns, name, status);
+		patch_status(h, ns, name, status, old_status);
 	json_decref(st);
 	json_decref(status);
 	json_decref(ie);

@@ -672,7 +672,9 @@ static int build_base(const struct discovery_params *p, json_t **ret, ah_err *er
 				      ENC_B64_UTF8, text) < 0)
 			goto out;
 	}
-	if ((r = append_all(files, p->extra_files, "extra_files", err)) < 0 ||
+	if ((r = append_all(files, p->static_network_files, "static_network_files", err)) < 0 ||
+	    (r = append_all(units, p->static_network_units, "static_network_units", err)) < 0 ||
+	    (r = append_all(files, p->extra_files, "extra_files", err)) < 0 ||
 	    (r = append_all(units, p->extra_units, "extra_units", err)) < 0)
 		goto out;
 	*ret = root;
@@ -1223,7 +1225,8 @@ int ignition_build_discovery(const struct discovery_params *p, char **ret_json, 
 		return r;
 	/* Extra files and units come from our own modules (static network); a
 	 * clash with the template is our bug, hence 500, not the user's 400. */
-	if ((p->extra_files || p->extra_units) &&
+	if ((p->extra_files || p->extra_units || p->static_network_files ||
+	     p->static_network_units) &&
 	    (r = validate_config(root, "invalid discovery ignition: ", true, err)) < 0) {
 		if (err)
 			err->status = 500;

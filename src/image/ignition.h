@@ -12,8 +12,11 @@
  * Output is deterministic: the same parameters give byte-identical JSON, so
  * the hub can tell when a discovery image changed by comparing bytes.
  *
- * Not covered: OKD-only units, static network files (pass them in through
- * extra_files/extra_units), the ironic internal override's extra content
+ * Static networking (the bundle, the two host scripts and
+ * pre-network-manager-config.service) comes from image/nmstate.h through
+ * static_network_files/static_network_units.
+ *
+ * Not covered: OKD-only units, the ironic internal override's extra content
  * beyond the generic merge. */
 #ifndef AH_IMAGE_IGNITION_H
 #define AH_IMAGE_IGNITION_H
@@ -55,6 +58,10 @@ struct discovery_params {
 					 * storage.files (e.g. static network) */
 	const json_t *extra_units;      /* array of Ignition unit objects appended to
 					 * systemd.units */
+	const json_t *static_network_files; /* storage.files entries from
+					     * nmstate_ignition_parts() (NULL = no
+					     * static network) */
+	const json_t *static_network_units; /* systemd.units entries from the same */
 	const char *internal_ignition_config_override; /* JSON text merged first; when
 							* set agent.service is disabled
 							* (ironic boots the agent itself) */

@@ -541,8 +541,13 @@ static int too_big(ah_err *err, size_t len, uint64_t max, int status)
 
 int ignition_payload_check_size(size_t archive_len, ah_err *err)
 {
-	if (archive_len > ISO_IGNITION_AREA_SIZE)
-		return too_big(err, archive_len, ISO_IGNITION_AREA_SIZE, 400);
+	return ignition_payload_check_area(archive_len, ISO_IGNITION_AREA_SIZE, err);
+}
+
+int ignition_payload_check_area(size_t archive_len, uint64_t area_len, ah_err *err)
+{
+	if (archive_len > area_len)
+		return too_big(err, archive_len, area_len, 400);
 	return 0;
 }
 

@@ -61,6 +61,9 @@ int ignition_payload_build(const char *ign, size_t len, unsigned char **ret, siz
  * archive size (X KiB) is over the maximum allowable size (256 KiB)" when
  * archive_len > ISO_IGNITION_AREA_SIZE. */
 int ignition_payload_check_size(size_t archive_len, ah_err *err);
+/* The same against an embed area of area_len bytes (the message then names
+ * area_len in KiB as the maximum). */
+int ignition_payload_check_area(size_t archive_len, uint64_t area_len, ah_err *err);
 
 /* Inverse of the above, on an ISO: find the area, gunzip it (concatenated
  * gzip members and NUL padding between them are allowed), and return the

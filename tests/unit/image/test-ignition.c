@@ -17,6 +17,7 @@
 #include "base/util.h"
 #include "image/ignition.h"
 #include "image/ipxe.h"
+#include "image/nmstate.h"
 
 #define PULL_SECRET "{\"auths\":{\"cloud.openshift.com\":{\"auth\":\"c2VjcmV0dXNlcjpzM2NyM3RQYXNz\",\"email\":\"a@b.c\"}}}"
 #define PULL_SECRET_AUTH "c2VjcmV0dXNlcjpzM2NyM3RQYXNz"
@@ -780,6 +781,60 @@ static void test_extra_files_units(void **state)
 	json_decref(units);
 }
 
+/* The static-network parts from nmstate.c land in the Ignition, valid; an
+ * override may still replace one of their files (user's last word, as
+ * upstream), and a clash with the template is our bug (500). */
+static void test_static_network(void **state)
+{
+	json_t *cfg = json_pack("{s:[{s:s,s:s,s:{s:b,s:[{s:s,s:i}]}}]}", "interfaces", "name",
+				"eth0", "type", "ethernet", "ipv4", "enabled", 1, "address", "ip",
+				"192.0.2.10", "prefix-length", 24);
+	json_t *ifaces = json_pack("[{s:s,s:s}]", "name", "eth0", "macAddress", "02:00:00:00:00:01");
+	struct nmstate_host host = { "ns/one", cfg, ifaces };
+	json_t *files = NULL, *units = NULL, *root, *clash;
+	struct discovery_params p;
+	ah_err err = { 0 };
+	char *text = NULL;
+	const json_t *f;
+
+	assert_int_equal(nmstate_ignition_parts(&host, 1, &files, &units, &err), 0);
+	base_params(&p);
+	p.static_network_files = files;
+	p.static_network_units = units;
+	root = build_ok(&p, NULL);
+	f = file_at(root, NMSTATE_BUNDLE_PATH);
+	assert_non_null(f);
+	assert_int_equal(json_integer_value(json_object_get(f, "mode")), 384);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(f, "contents"),
+							      "compression")), "gzip");
+	assert_non_null(file_at(root, NMSTATE_PRE_SCRIPT_PATH));
+	assert_non_null(file_at(root, NMSTATE_COMMON_SCRIPT_PATH));
+	assert_non_null(unit_named(root, NMSTATE_UNIT_NAME));
+	json_decref(root);
+
+	p.ignition_config_override = "{\"ignition\":{\"version\":\"3.2.0\"},\"storage\":{\"files\":"
+				     "[{\"path\":\"" NMSTATE_PRE_SCRIPT_PATH "\",\"mode\":493,"
+				     "\"contents\":{\"source\":\"data:,%23!/bin/true\"}}]}}";
+	root = build_ok(&p, NULL);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+				    file_at(root, NMSTATE_PRE_SCRIPT_PATH), "contents"), "source")),
+			    "data:,%23!/bin/true");
+	json_decref(root);
+
+	p.ignition_config_override = NULL;
+	clash = json_pack("[{s:s,s:{s:s}}]", "path", NMSTATE_BUNDLE_PATH, "contents", "source",
+			  "data:,x");
+	p.extra_files = clash;
+	assert_int_equal(ignition_build_discovery(&p, &text, NULL, &err), -EINVAL);
+	assert_null(text);
+	assert_int_equal(err.status, 500);
+	json_decref(clash);
+	json_decref(files);
+	json_decref(units);
+	json_decref(cfg);
+	json_decref(ifaces);
+}
+
 static void test_override_order(void **state)
 {
 	struct discovery_params p;
@@ -917,6 +972,7 @@ int main(void)
 		cmocka_unit_test(test_merge_headers_and_resources),
 		cmocka_unit_test(test_param_errors),
 		cmocka_unit_test(test_extra_files_units),
+		cmocka_unit_test(test_static_network),
 		cmocka_unit_test(test_override_order),
 		cmocka_unit_test(test_kernel_args_rows),
 		cmocka_unit_test(test_ipxe_rows),

@@ -566,6 +566,39 @@ static void test_too_big(void **state)
 	free(big);
 }
 
+/* The same check against the embed area a given ISO really has. */
+static void test_check_area_rows(void **state)
+{
+	static const struct {
+		size_t len;
+		uint64_t area;
+		int want;
+		const char *msg;
+	} rows[] = {
+		{ 0, ISO_IGNITION_AREA_SIZE, 0, NULL },
+		{ ISO_IGNITION_AREA_SIZE, ISO_IGNITION_AREA_SIZE, 0, NULL },
+		{ ISO_IGNITION_AREA_SIZE + 1, ISO_IGNITION_AREA_SIZE, -E2BIG,
+		  "The ignition archive size (256 KiB) is over the maximum allowable size (256 KiB)" },
+		/* a grown area (image.md 1.5) holds more */
+		{ 400 * 1024, 512 * 1024, 0, NULL },
+		{ 600 * 1024 + 1023, 512 * 1024, -E2BIG,
+		  "The ignition archive size (600 KiB) is over the maximum allowable size (512 KiB)" },
+		/* s390x-style window smaller than a KiB rounds down, as upstream's integer division */
+		{ 1024, 1023, -E2BIG,
+		  "The ignition archive size (1 KiB) is over the maximum allowable size (0 KiB)" },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		ah_err e = { 0 };
+
+		assert_int_equal(ignition_payload_check_area(rows[i].len, rows[i].area, &e), rows[i].want);
+		if (rows[i].msg) {
+			assert_string_equal(e.message, rows[i].msg);
+			assert_int_equal(e.status, 400);
+		}
+	}
+}
+
 static void test_initrd_overlay(void **state)
 {
 	unsigned char *payload;
@@ -796,6 +829,7 @@ int main(void)
 		cmocka_unit_test(test_overlay_read),
 		cmocka_unit_test(test_overlay_threads),
 		cmocka_unit_test(test_too_big),
+		cmocka_unit_test(test_check_area_rows),
 		cmocka_unit_test(test_initrd_overlay),
 		cmocka_unit_test(test_corrupt_rows),
 	};

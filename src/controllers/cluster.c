@@ -1,0 +1,1424 @@
+/* cluster.c - the ClusterDeployment and AgentClusterInstall controllers
+ * (kubeapi.md §4.3, §2.1, §2.2, §3): a cluster described by a
+ * ClusterDeployment (CD), its AgentClusterInstall (ACI) and a
+ * ClusterImageSet is installed on the Agents bound to the CD.
+ *
+ * The cluster model of assisted/cluster.h is rebuilt from the three objects
+ * on every pass; its state (status, timestamps, progress, preparation) is
+ * kept in a private store record beside the ACI and mirrored into the ACI
+ * status, which is what users watch.  Nothing lives only in memory except a
+ * watch-fed map of which Agents are bound to which CD, rebuilt from the
+ * store at start, so the hub can restart at any point.
+ *
+ * One pass: finalizers and owner, input checks (SpecSynced), the cluster
+ * refresh (state machine and validations), suggested roles, the automatic
+ * start, the moves of the hosts that follow the cluster, the credentials
+ * Secrets on completion, the ACI status, and what Hive would mirror onto the
+ * CD.  Writes happen only where something differs. */
+#include "hub-internal.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "assisted/cluster.h"
+#include "assisted/host.h"
+#include "assisted/installconfig.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#define FINALIZER_CD "clusterdeployments.agent-install.openshift.io/ai-deprovision"
+#define FINALIZER_ACI "agentclusterinstall.agent-install.openshift.io/ai-deprovision"
+#define ACI_GROUP "extensions.hive.openshift.io"
+#define ANN_RECONCILE_PAUSE "hive.openshift.io/reconcile-pause"
+#define LABEL_CD_NAME "hive.openshift.io/cluster-deployment-name"
+#define LABEL_SECRET_TYPE "hive.openshift.io/secret-type"
+#define LABEL_CD_NAMESPACE "agent-install.openshift.io/clusterdeployment-namespace"
+#define REQUEUE_ACTIVE_MS 10000 /* upstream cluster monitor interval */
+#define REQUEUE_DELETE_MS 1000
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static const char *jstr_or(const json_t *o, const char *k, const char *dflt)
+{
+	const char *s = jstr(o, k);
+
+	return s ? s : dflt;
+}
+
+static const char *meta_str(const json_t *obj, const char *k)
+{
+	return jstr(json_object_get(obj, "metadata"), k);
+}
+
+static bool streq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+static void now_rfc3339(char *buf, size_t size)
+{
+	util_now_rfc3339(buf, size);
+}
+
+/* --- the Agent map and the queue ------------------------------------------ */
+
+void hub_cluster_init(struct hub *h)
+{
+	pthread_mutex_init(&h->clock, NULL);
+	h->agent_cd = json_object();
+	h->cd_agents = json_object();
+	h->cluster_due = json_object();
+	h->k_cd = kube_registry_by_kind(h->reg, "hive.openshift.io/v1", "ClusterDeployment");
+	h->k_aci = kube_registry_by_kind(h->reg, "extensions.hive.openshift.io/v1beta1", "AgentClusterInstall");
+	h->k_imageset = kube_registry_by_kind(h->reg, "hive.openshift.io/v1", "ClusterImageSet");
+}
+
+void hub_cluster_release(struct hub *h)
+{
+	json_decref(h->agent_cd);
+	json_decref(h->cd_agents);
+	json_decref(h->cluster_due);
+	h->agent_cd = h->cd_agents = h->cluster_due = NULL;
+	pthread_mutex_destroy(&h->clock);
+}
+
+static void enqueue_key(struct hub *h, const char *kind, const char *key)
+{
+	char ns[256];
+	const char *slash = strchr(key, '/');
+
+	if (!slash || (size_t)(slash - key) >= sizeof(ns))
+		return;
+	memcpy(ns, key, (size_t)(slash - key));
+	ns[slash - key] = '\0';
+	hub_enqueue(h, kind, ns, slash + 1);
+}
+
+static void requeue_after(struct hub *h, const char *ns, const char *name, int64_t ms)
+{
+	char key[600];
+	int64_t due = util_mono_ms() + ms;
+	json_t *cur;
+
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	pthread_mutex_lock(&h->clock);
+	cur = json_object_get(h->cluster_due, key);
+	if (!cur || json_integer_value(cur) > due)
+		json_object_set_new(h->cluster_due, key, json_integer(due));
+	pthread_mutex_unlock(&h->clock);
+}
+
+void hub_cluster_tick(struct hub *h)
+{
+	int64_t now = util_mono_ms();
+	json_t *due = json_array(), *v;
+	const char *key;
+	void *tmp;
+	size_t i;
+
+	pthread_mutex_lock(&h->clock);
+	json_object_foreach_safe(h->cluster_due, tmp, key, v) {
+		if (json_integer_value(v) <= now) {
+			json_array_append_new(due, json_string(key));
+			json_object_del(h->cluster_due, key);
+		}
+	}
+	pthread_mutex_unlock(&h->clock);
+	json_array_foreach(due, i, v)
+		enqueue_key(h, "cd", json_string_value(v));
+	json_decref(due);
+}
+
+/* The "ns/name" of the CD an Agent is bound to, or "" when unbound. */
+static void agent_cd_key(const json_t *agent, char *buf, size_t size)
+{
+	const json_t *ref = json_object_get(json_object_get(agent, "spec"), "clusterDeploymentName");
+	const char *name = jstr(ref, "name"), *ns = jstr(ref, "namespace");
+
+	buf[0] = '\0';
+	if (!name || !*name)
+		return;
+	if (!ns || !*ns)
+		ns = meta_str(agent, "namespace");
+	snprintf(buf, size, "%s/%s", ns ? ns : "", name);
+}
+
+static void map_agent(struct hub *h, const char *akey, const char *cdkey)
+{
+	const char *old = jstr(h->agent_cd, akey);
+	json_t *set;
+
+	if (old && cdkey && strcmp(old, cdkey) == 0)
+		return;
+	if (old) {
+		set = json_object_get(h->cd_agents, old);
+		json_object_del(set, akey);
+		if (set && json_object_size(set) == 0)
+			json_object_del(h->cd_agents, old);
+		json_object_del(h->agent_cd, akey);
+	}
+	if (cdkey && *cdkey) {
+		set = json_object_get(h->cd_agents, cdkey);
+		if (!set) {
+			set = json_object();
+			json_object_set_new(h->cd_agents, cdkey, set);
+		}
+		json_object_set_new(set, akey, json_true());
+		json_object_set_new(h->agent_cd, akey, json_string(cdkey));
+	}
+}
+
+static int requeue_cd_visit(const store_obj *so, void *userdata)
+{
+	hub_enqueue(userdata, "cd", so->ns, so->name);
+	return 0;
+}
+
+void hub_cluster_note(struct hub *h, const store_obj *so)
+{
+	json_t *obj;
+	char akey[600], cdkey[600], oldkey[600] = "";
+
+	if (!h->k_cd || !h->k_aci || !h->k_agent)
+		return;
+	if (strcmp(so->resource, h->k_agent->store_key) == 0) {
+		snprintf(akey, sizeof(akey), "%s/%s", so->ns, so->name);
+		cdkey[0] = '\0';
+		if (so->type != STORE_DELETED) {
+			obj = json_loadb(so->json, so->len, 0, NULL);
+			agent_cd_key(obj, cdkey, sizeof(cdkey));
+			json_decref(obj);
+		}
+		pthread_mutex_lock(&h->clock);
+		if (jstr(h->agent_cd, akey))
+			snprintf(oldkey, sizeof(oldkey), "%s", jstr(h->agent_cd, akey));
+		map_agent(h, akey, cdkey);
+		pthread_mutex_unlock(&h->clock);
+		/* The cluster follows its hosts: a host's new state may move it
+		 * (or start the install); both the old and new CD care. */
+		if (oldkey[0] && strcmp(oldkey, cdkey) != 0)
+			enqueue_key(h, "cd", oldkey);
+		if (cdkey[0])
+			enqueue_key(h, "cd", cdkey);
+	} else if (strcmp(so->resource, h->k_cd->store_key) == 0) {
+		hub_enqueue(h, "cd", so->ns, so->name);
+	} else if (strcmp(so->resource, h->k_aci->store_key) == 0) {
+		obj = json_loadb(so->json, so->len, 0, NULL);
+		if (jstr(json_object_get(json_object_get(obj, "spec"), "clusterDeploymentRef"), "name"))
+			hub_enqueue(h, "cd", so->ns,
+				    jstr(json_object_get(json_object_get(obj, "spec"), "clusterDeploymentRef"), "name"));
+		if (so->type != STORE_DELETED)
+			hub_enqueue(h, "aci", so->ns, so->name);
+		json_decref(obj);
+	} else if (h->k_imageset && strcmp(so->resource, h->k_imageset->store_key) == 0) {
+		store_list(h->store, h->k_cd->store_key, NULL, NULL, NULL, requeue_cd_visit, h, NULL);
+	}
+}
+
+/* --- small object helpers ------------------------------------------------- */
+
+static bool has_finalizer(const json_t *obj, const char *fin)
+{
+	json_t *f;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "finalizers"), i, f)
+		if (streq(json_string_value(f), fin))
+			return true;
+	return false;
+}
+
+/* Add or remove a finalizer, as a compare-and-swap on the object's version. */
+static int set_finalizer(struct hub *h, const struct kube_kind *k, const json_t *obj, const char *fin,
+			 bool present)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	json_t *out = json_array(), *f, *patch, *ret = NULL;
+	ah_err err;
+	size_t i;
+	int r;
+
+	if (has_finalizer(obj, fin) == present) {
+		json_decref(out);
+		return 0;
+	}
+	json_array_foreach(json_object_get(meta, "finalizers"), i, f)
+		if (!streq(json_string_value(f), fin))
+			json_array_append(out, f);
+	if (present)
+		json_array_append_new(out, json_string(fin));
+	patch = json_pack("{s:{s:o,s:O}}", "metadata", "finalizers", out, "resourceVersion",
+			  json_object_get(meta, "resourceVersion"));
+	r = kube_patch(h->api, k, jstr(meta, "namespace"), jstr(meta, "name"), "application/merge-patch+json",
+		       patch, NULL, &ret, &err);
+	if (r < 0 && r != -ENOENT && r != -ESTALE)
+		log_warn("%s %s/%s: finalizer: %s", k->kind, jstr(meta, "namespace"), jstr(meta, "name"),
+			 err.message);
+	json_decref(patch);
+	json_decref(ret);
+	return r;
+}
+
+static int patch_obj(struct hub *h, const struct kube_kind *k, const char *ns, const char *name, json_t *patch,
+		     bool status)
+{
+	struct kube_opts o = { .status = status };
+	json_t *ret = NULL;
+	ah_err err;
+	int r = kube_patch(h->api, k, ns, name, "application/merge-patch+json", patch, &o, &ret, &err);
+
+	if (r < 0 && r != -ENOENT)
+		log_warn("%s %s/%s: %s update: %s", k->kind, ns, name, status ? "status" : "object", err.message);
+	json_decref(ret);
+	return r;
+}
+
+/* The CD as a non-controller owner of the ACI (so deleting the CD takes it). */
+static void ensure_owner(struct hub *h, const json_t *cd, const json_t *aci)
+{
+	const char *uid = meta_str(cd, "uid");
+	json_t *refs = json_object_get(json_object_get(aci, "metadata"), "ownerReferences"), *r, *out, *patch;
+	size_t i;
+
+	json_array_foreach(refs, i, r)
+		if (streq(jstr(r, "uid"), uid))
+			return;
+	out = json_is_array(refs) ? json_deep_copy(refs) : json_array();
+	json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s}", "apiVersion", "hive.openshift.io/v1", "kind",
+					     "ClusterDeployment", "name", meta_str(cd, "name"), "uid", uid));
+	patch = json_pack("{s:{s:o}}", "metadata", "ownerReferences", out);
+	patch_obj(h, h->k_aci, meta_str(aci, "namespace"), meta_str(aci, "name"), patch, false);
+	json_decref(patch);
+}
+
+static char *secret_value(struct hub *h, const char *ns, const char *name, const char *key)
+{
+	json_t *sec = NULL;
+	const char *b64;
+	unsigned char *raw = NULL;
+	size_t len;
+	ah_err err;
+
+	if (kube_get(h->api, h->k_secret, ns, name, &sec, &err) < 0)
+		return NULL;
+	b64 = jstr(json_object_get(sec, "data"), key);
+	if (!b64 || util_base64_decode(b64, strlen(b64), &raw, &len) < 0)
+		raw = NULL;
+	json_decref(sec);
+	return (char *)raw;
+}
+
+/* --- the spoke's credentials ---------------------------------------------- */
+
+static int set_serial(X509 *x)
+{
+	unsigned char b[16];
+	BIGNUM *bn;
+	int ok;
+
+	if (util_random_bytes(b, sizeof(b)) < 0)
+		return -EIO;
+	b[0] &= 0x7f;
+	bn = BN_bin2bn(b, sizeof(b), NULL);
+	ok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL;
+	BN_free(bn);
+	return ok ? 0 : -ENOMEM;
+}
+
+static X509 *make_cert(EVP_PKEY *key, const char *cn, const char *org, X509 *issuer, EVP_PKEY *issuer_key,
+		       long days)
+{
+	X509 *x = X509_new();
+	X509_NAME *name;
+	X509V3_CTX ctx;
+	X509_EXTENSION *ext;
+	bool ca = issuer == NULL;
+	const char *exts[][2] = {
+		{ "basicConstraints", ca ? "critical,CA:TRUE" : "critical,CA:FALSE" },
+		{ "keyUsage", ca ? "critical,keyCertSign,cRLSign,digitalSignature" : "critical,digitalSignature,keyEncipherment" },
+		{ ca ? NULL : "extendedKeyUsage", "clientAuth" },
+	};
+	size_t i;
+
+	if (!x)
+		return NULL;
+	name = X509_NAME_new();
+	if (!name || !X509_set_version(x, 2) || set_serial(x) < 0 ||
+	    !X509_gmtime_adj(X509_getm_notBefore(x), -3600) ||
+	    !X509_gmtime_adj(X509_getm_notAfter(x), days * 24 * 3600) ||
+	    (org && !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, (const unsigned char *)org, -1, -1, 0)) ||
+	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1, 0) ||
+	    !X509_set_subject_name(x, name) ||
+	    !X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : name) ||
+	    !X509_set_pubkey(x, key))
+		goto fail;
+	X509V3_set_ctx(&ctx, issuer ? issuer : x, x, NULL, NULL, 0);
+	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		if (!exts[i][0])
+			continue;
+		ext = X509V3_EXT_conf(NULL, &ctx, exts[i][0], exts[i][1]);
+		if (!ext || !X509_add_ext(x, ext, -1)) {
+			X509_EXTENSION_free(ext);
+			goto fail;
+		}
+		X509_EXTENSION_free(ext);
+	}
+	if (!X509_sign(x, issuer_key ? issuer_key : key, EVP_sha256()))
+		goto fail;
+	X509_NAME_free(name);
+	return x;
+fail:
+	X509_NAME_free(name);
+	X509_free(x);
+	return NULL;
+}
+
+static char *bio_text(BIO *b)
+{
+	char *data, *s;
+	long n = BIO_get_mem_data(b, &data);
+
+	if (n <= 0)
+		return NULL;
+	s = malloc((size_t)n + 1);
+	if (s) {
+		memcpy(s, data, (size_t)n);
+		s[n] = '\0';
+	}
+	return s;
+}
+
+static char *pem_b64_cert(X509 *x)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	char *pem = NULL, *out = NULL;
+
+	if (b && PEM_write_bio_X509(b, x))
+		pem = bio_text(b);
+	BIO_free(b);
+	if (pem)
+		out = util_base64_encode(pem, strlen(pem));
+	free(pem);
+	return out;
+}
+
+static char *pem_b64_key(EVP_PKEY *k)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	char *pem = NULL, *out = NULL;
+
+	if (b && PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL))
+		pem = bio_text(b);
+	BIO_free(b);
+	if (pem) {
+		out = util_base64_encode(pem, strlen(pem));
+		OPENSSL_cleanse(pem, strlen(pem));
+	}
+	free(pem);
+	return out;
+}
+
+/* A real admin kubeconfig for the spoke: a CA of its own and an admin client
+ * certificate (O=system:masters) signed by it, for
+ * https://api.<name>.<baseDomain>:6443.  malloc'd text or NULL. */
+static char *spoke_kubeconfig(const char *cluster_name, const char *base_domain)
+{
+	EVP_PKEY *ca_key = EVP_EC_gen("P-256"), *key = EVP_EC_gen("P-256");
+	X509 *ca = NULL, *crt = NULL;
+	char *ca_b64 = NULL, *crt_b64 = NULL, *key_b64 = NULL, *out = NULL;
+
+	if (!ca_key || !key)
+		goto done;
+	ca = make_cert(ca_key, "admin-kubeconfig-signer", "openshift", NULL, NULL, 3650);
+	crt = ca ? make_cert(key, "system:admin", "system:masters", ca, ca_key, 3650) : NULL;
+	if (!crt)
+		goto done;
+	ca_b64 = pem_b64_cert(ca);
+	crt_b64 = pem_b64_cert(crt);
+	key_b64 = pem_b64_key(key);
+	if (!ca_b64 || !crt_b64 || !key_b64)
+		goto done;
+	if (asprintf(&out,
+		     "apiVersion: v1\n"
+		     "clusters:\n"
+		     "- cluster:\n"
+		     "    certificate-authority-data: %s\n"
+		     "    server: https://api.%s.%s:6443\n"
+		     "  name: %s\n"
+		     "contexts:\n"
+		     "- context:\n"
+		     "    cluster: %s\n"
+		     "    user: admin\n"
+		     "  name: admin\n"
+		     "current-context: admin\n"
+		     "kind: Config\n"
+		     "preferences: {}\n"
+		     "users:\n"
+		     "- name: admin\n"
+		     "  user:\n"
+		     "    client-certificate-data: %s\n"
+		     "    client-key-data: %s\n",
+		     ca_b64, cluster_name, base_domain, cluster_name, cluster_name, crt_b64, key_b64) < 0)
+		out = NULL;
+done:
+	if (key_b64)
+		OPENSSL_cleanse(key_b64, strlen(key_b64));
+	free(ca_b64);
+	free(crt_b64);
+	free(key_b64);
+	X509_free(ca);
+	X509_free(crt);
+	EVP_PKEY_free(ca_key);
+	EVP_PKEY_free(key);
+	return out;
+}
+
+/* The kubeadmin password: 23 characters in four dash-separated groups, as
+ * the installer makes it. */
+static int kubeadmin_password(char buf[24])
+{
+	static const char alphabet[] = "23456789abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ";
+	unsigned char rnd[23];
+	int i;
+
+	if (util_random_bytes(rnd, sizeof(rnd)) < 0)
+		return -EIO;
+	for (i = 0; i < 23; i++)
+		buf[i] = (i == 5 || i == 11 || i == 17) ? '-' : alphabet[rnd[i] % (sizeof(alphabet) - 1)];
+	buf[23] = '\0';
+	OPENSSL_cleanse(rnd, sizeof(rnd));
+	return 0;
+}
+
+/* Create (or, with overwrite, replace the data of) a credentials Secret owned
+ * by the CD.  data: key -> plain text. */
+static int put_secret(struct hub *h, const json_t *cd, const char *name, const char *type, json_t *data,
+		      bool overwrite)
+{
+	const char *ns = meta_str(cd, "namespace");
+	json_t *enc = json_object(), *sec, *ret = NULL, *v;
+	const char *k;
+	ah_err err;
+	int r;
+
+	json_object_foreach(data, k, v) {
+		char *b = util_base64_encode(json_string_value(v), strlen(json_string_value(v)));
+
+		if (!b) {
+			json_decref(enc);
+			return -ENOMEM;
+		}
+		json_object_set_new(enc, k, json_string(b));
+		OPENSSL_cleanse(b, strlen(b));
+		free(b);
+	}
+	sec = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s},s:[{s:s,s:s,s:s,s:s,s:b,s:b}]},s:s,s:o}",
+			"apiVersion", "v1", "kind", "Secret",
+			"metadata", "name", name, "namespace", ns,
+			"labels", LABEL_CD_NAME, meta_str(cd, "name"), LABEL_SECRET_TYPE, type,
+			"ownerReferences", "apiVersion", "hive.openshift.io/v1", "kind", "ClusterDeployment",
+			"name", meta_str(cd, "name"), "uid", meta_str(cd, "uid"), "controller", 0,
+			"blockOwnerDeletion", 1,
+			"type", "Opaque", "data", enc);
+	r = kube_create(h->api, h->k_secret, ns, sec, NULL, &ret, &err);
+	if (r == -EEXIST && overwrite) {
+		json_t *patch = json_pack("{s:O}", "data", json_object_get(sec, "data"));
+
+		json_decref(ret);
+		ret = NULL;
+		r = kube_patch(h->api, h->k_secret, ns, name, "application/merge-patch+json", patch, NULL, &ret,
+			       &err);
+		json_decref(patch);
+	} else if (r == -EEXIST) {
+		r = 0;
+	}
+	if (r < 0)
+		log_warn("secret %s/%s: %s", ns, name, err.message);
+	json_decref(ret);
+	json_decref(sec);
+	return r;
+}
+
+static bool secret_exists(struct hub *h, const char *ns, const char *name)
+{
+	json_t *sec = NULL;
+	ah_err err;
+	bool ok = kube_get(h->api, h->k_secret, ns, name, &sec, &err) == 0;
+
+	json_decref(sec);
+	return ok;
+}
+
+static void kubeconfig_secret_name(const json_t *cd, char *buf, size_t size)
+{
+	const char *n = jstr(json_object_get(json_object_get(json_object_get(cd, "spec"), "clusterMetadata"),
+					     "adminKubeconfigSecretRef"), "name");
+
+	if (n && *n)
+		snprintf(buf, size, "%s", n);
+	else
+		snprintf(buf, size, "%s-admin-kubeconfig", meta_str(cd, "name"));
+}
+
+static int write_kubeconfig_secret(struct hub *h, const json_t *cd, const char *name, bool overwrite)
+{
+	const json_t *spec = json_object_get(cd, "spec");
+	char *kc = spoke_kubeconfig(jstr_or(spec, "clusterName", meta_str(cd, "name")), jstr_or(spec, "baseDomain", ""));
+	json_t *data;
+	int r;
+
+	if (!kc)
+		return -ENOMEM;
+	data = json_pack("{s:s}", "kubeconfig", kc);
+	OPENSSL_cleanse(kc, strlen(kc));
+	free(kc);
+	r = put_secret(h, cd, name, "kubeconfig", data, overwrite);
+	json_decref(data);
+	return r;
+}
+
+/* --- the private state record ---------------------------------------------- */
+
+static json_t *state_get(struct hub *h, const char *uid, int64_t *ret_rev)
+{
+	store_obj *so = NULL;
+	json_t *st = NULL;
+
+	*ret_rev = 0;
+	if (store_get(h->store, CLUSTERSTATE_RESOURCE, "", uid, &so) == 0) {
+		st = json_loadb(so->json, so->len, 0, NULL);
+		*ret_rev = so->rev;
+		store_obj_free(so);
+	}
+	return st;
+}
+
+static int state_put(struct hub *h, const char *uid, const json_t *st, int64_t rev)
+{
+	struct text_render tr = { json_dumps(st, JSON_COMPACT | JSON_SORT_KEYS) };
+	int r;
+
+	if (!tr.text)
+		return -ENOMEM;
+	if (rev)
+		r = store_update(h->store, CLUSTERSTATE_RESOURCE, "", uid, rev, hub_render_text, &tr, NULL);
+	else
+		r = store_create(h->store, CLUSTERSTATE_RESOURCE, "", uid, hub_render_text, &tr, NULL);
+	free(tr.text);
+	return r;
+}
+
+static void state_delete(struct hub *h, const char *uid)
+{
+	struct text_render tr = { .text = "{}" };
+
+	store_delete(h->store, CLUSTERSTATE_RESOURCE, "", uid, 0, hub_render_text, &tr, NULL);
+}
+
+/* --- the cluster and its hosts --------------------------------------------- */
+
+/* The Agents bound to the CD (a new array of Agent objects). */
+static json_t *bound_agents(struct hub *h, const char *cd_ns, const char *cd_name)
+{
+	json_t *keys = json_array(), *agents = json_array(), *set, *v;
+	char key[600];
+	const char *k;
+	size_t i;
+
+	snprintf(key, sizeof(key), "%s/%s", cd_ns, cd_name);
+	pthread_mutex_lock(&h->clock);
+	set = json_object_get(h->cd_agents, key);
+	json_object_foreach(set, k, v)
+		json_array_append_new(keys, json_string(k));
+	pthread_mutex_unlock(&h->clock);
+	json_array_foreach(keys, i, v) {
+		const char *ak = json_string_value(v), *slash = strchr(ak, '/');
+		char ns[256], cdk[600];
+		json_t *agent = NULL;
+		ah_err err;
+
+		if (!slash || (size_t)(slash - ak) >= sizeof(ns))
+			continue;
+		memcpy(ns, ak, (size_t)(slash - ak));
+		ns[slash - ak] = '\0';
+		if (kube_get(h->api, h->k_agent, ns, slash + 1, &agent, &err) < 0)
+			continue;
+		agent_cd_key(agent, cdk, sizeof(cdk));
+		if (strcmp(cdk, key) == 0)
+			json_array_append_new(agents, agent);
+		else
+			json_decref(agent);
+	}
+	json_decref(keys);
+	return agents;
+}
+
+static json_t *host_models(struct hub *h, const json_t *agents)
+{
+	json_t *hosts = json_array(), *a;
+	size_t i;
+
+	json_array_foreach(agents, i, a) {
+		json_t *host = hub_host_model(h, a);
+
+		if (host)
+			json_array_append_new(hosts, host);
+	}
+	return hosts;
+}
+
+/* Everything pass needs, read once. */
+struct cluster_ctx {
+	json_t *cd, *aci, *imageset;
+	json_t *cluster;       /* the model with its state, NULL before registration */
+	json_t *prev_state;    /* the record as read */
+	int64_t state_rev;
+	json_t *agents, *hosts; /* parallel arrays */
+	char *pull_secret;
+	bool spec_ok, spec_input_error;
+	char spec_error[AH_ERR_MSG_MAX];
+};
+
+static void cluster_ctx_release(struct cluster_ctx *c)
+{
+	json_decref(c->cd);
+	json_decref(c->aci);
+	json_decref(c->imageset);
+	json_decref(c->cluster);
+	json_decref(c->prev_state);
+	json_decref(c->agents);
+	json_decref(c->hosts);
+	if (c->pull_secret) {
+		OPENSSL_cleanse(c->pull_secret, strlen(c->pull_secret));
+		free(c->pull_secret);
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+static void spec_fail(struct cluster_ctx *c, bool input, const char *msg)
+{
+	if (!c->spec_ok)
+		return; /* the first error is the one reported */
+	c->spec_ok = false;
+	c->spec_input_error = input;
+	{
+		size_t n = strlen(msg);
+
+		if (n >= sizeof(c->spec_error))
+			n = sizeof(c->spec_error) - 1; /* messages are bounded by ah_err anyway */
+		memcpy(c->spec_error, msg, n);
+		c->spec_error[n] = '\0';
+	}
+}
+
+/* The state a model rebuilt from the CRs starts from: the record, or, if it
+ * is lost, what the ACI status still shows. */
+static json_t *prev_state_of(struct cluster_ctx *c)
+{
+	const json_t *dbg = json_object_get(json_object_get(c->aci, "status"), "debugInfo");
+	json_t *st;
+
+	if (c->prev_state)
+		return json_incref(c->prev_state);
+	if (!jstr(dbg, "state") || !*jstr(dbg, "state"))
+		return NULL;
+	st = json_pack("{s:s,s:s,s:s,s:I}", "id", meta_str(c->aci, "uid"), "status", jstr(dbg, "state"),
+		       "status_info", jstr_or(dbg, "stateInfo", ""), "status_updated_at", (json_int_t)time(NULL));
+	return st;
+}
+
+/* Read the CD's world and build the cluster model.  Fills the spec error
+ * (SpecSynced) for input problems; c->cluster stays NULL only when no
+ * model can be built and none was registered before. */
+static int load_cluster(struct hub *h, struct cluster_ctx *c)
+{
+	const json_t *cdspec = json_object_get(c->cd, "spec"), *acispec = json_object_get(c->aci, "spec");
+	const char *ns = meta_str(c->cd, "namespace"), *cdname = meta_str(c->cd, "name");
+	const char *isname = jstr(json_object_get(acispec, "imageSetRef"), "name");
+	const char *psname = jstr(json_object_get(cdspec, "pullSecretRef"), "name");
+	const char *overrides = jstr(json_object_get(json_object_get(c->aci, "metadata"), "annotations"),
+				     INSTALLCONFIG_OVERRIDES_ANNOTATION);
+	bool installed = json_is_true(json_object_get(cdspec, "installed")), step5 = false;
+	json_t *prev;
+	ah_err err;
+	char msg[AH_ERR_MSG_MAX + 256];
+
+	c->spec_ok = true;
+	ah_err_clear(&err);
+	if (isname && *isname && h->k_imageset)
+		kube_get(h->api, h->k_imageset, "", isname, &c->imageset, &err);
+	c->prev_state = state_get(h, meta_str(c->aci, "uid"), &c->state_rev);
+	/* §4.3 step 2: the pull secret and image set are needed unless installed. */
+	if (!installed && (!psname || !*psname)) {
+		snprintf(msg, sizeof(msg), "PullSecret is required for ClusterDeployment %s/%s", cdname, ns);
+		spec_fail(c, true, msg);
+	} else if (psname && *psname) {
+		c->pull_secret = secret_value(h, ns, psname, ".dockerconfigjson");
+		if (!c->pull_secret && !installed) {
+			snprintf(msg, sizeof(msg), "failed to get pull secret %s/%s: secrets \"%s\" not found", ns,
+				 psname, psname);
+			spec_fail(c, false, msg);
+		}
+	}
+	c->cluster = cluster_model_from_crs(c->cd, c->aci, c->imageset, &err);
+	if (!c->cluster && overrides && strstr(err.message, INSTALLCONFIG_OVERRIDES_ANNOTATION)) {
+		/* A bad override is a step-5 error: the cluster is registered
+		 * (from the rest of the spec) and the install is held. */
+		json_t *bare = json_deep_copy(c->aci);
+
+		spec_fail(c, true, err.message);
+		json_object_del(json_object_get(json_object_get(bare, "metadata"), "annotations"),
+				INSTALLCONFIG_OVERRIDES_ANNOTATION);
+		c->cluster = cluster_model_from_crs(c->cd, bare, c->imageset, &err);
+		json_decref(bare);
+		step5 = true;
+	}
+	if (!c->cluster)
+		spec_fail(c, streq(err.reason, "InputError"), err.message);
+	prev = prev_state_of(c);
+	if (!c->spec_ok && !step5 && !prev) {
+		/* The input checks come before the registration (§4.3 steps 2
+		 * and 3): no backend cluster yet. */
+		json_decref(c->cluster);
+		c->cluster = NULL;
+	} else if (!c->cluster && prev) {
+		/* The spec is broken now, but the cluster exists: keep
+		 * monitoring it from its last good shape. */
+		c->cluster = json_deep_copy(prev);
+	} else if (c->cluster) {
+		cluster_model_carry_state(c->cluster, prev);
+	}
+	json_decref(prev);
+	/* Step 5, after the registration: the install-config overrides. */
+	if (c->cluster && c->spec_ok && !installed && overrides && installconfig_check_overrides(overrides, &err) < 0)
+		spec_fail(c, true, err.message);
+	if (c->cluster) {
+		json_object_set_new(c->cluster, "id", json_string(meta_str(c->aci, "uid")));
+		json_object_set_new(c->cluster, "pull_secret_set", json_boolean(c->pull_secret != NULL));
+		if (!jstr(c->cluster, "status")) {
+			/* Registration (§4.3 step 3): day-1 starts insufficient,
+			 * an imported installed cluster starts adding hosts. */
+			bool day2 = streq(jstr(c->cluster, "kind"), "AddHostsCluster");
+
+			json_object_set_new(c->cluster, "status", json_string(day2 ? "adding-hosts" : "insufficient"));
+			json_object_set_new(c->cluster, "status_info",
+					    json_string(day2 ? CLUSTER_INFO_ADDING_HOSTS : CLUSTER_INFO_INSUFFICIENT));
+			json_object_set_new(c->cluster, "status_updated_at", json_integer(time(NULL)));
+		}
+	}
+	c->agents = bound_agents(h, ns, cdname);
+	c->hosts = host_models(h, c->agents);
+	return 0;
+}
+
+int hub_cluster_context(struct hub *h, const json_t *agent, json_t **ret_cluster, json_t **ret_hosts)
+{
+	const json_t *ref = json_object_get(json_object_get(agent, "spec"), "clusterDeploymentName");
+	const char *cdname = jstr(ref, "name"), *cdns = jstr(ref, "namespace");
+	struct cluster_ctx c = { 0 };
+	const json_t *iref;
+	ah_err err;
+
+	if (!cdname || !*cdname)
+		return -ENOENT;
+	if (!cdns || !*cdns)
+		cdns = meta_str(agent, "namespace");
+	if (kube_get(h->api, h->k_cd, cdns, cdname, &c.cd, &err) < 0)
+		return -ENOENT;
+	iref = json_object_get(json_object_get(c.cd, "spec"), "clusterInstallRef");
+	if (!jstr(iref, "name") || kube_get(h->api, h->k_aci, cdns, jstr(iref, "name"), &c.aci, &err) < 0) {
+		cluster_ctx_release(&c);
+		return -ENOENT;
+	}
+	load_cluster(h, &c);
+	if (!c.cluster) {
+		cluster_ctx_release(&c);
+		return -ENOENT;
+	}
+	*ret_cluster = json_incref(c.cluster);
+	if (ret_hosts)
+		*ret_hosts = json_incref(c.hosts);
+	cluster_ctx_release(&c);
+	return 0;
+}
+
+/* --- conditions and status ------------------------------------------------- */
+
+static bool on_hold(const json_t *cd, const json_t *aci)
+{
+	const char *pause = jstr(json_object_get(json_object_get(cd, "metadata"), "annotations"),
+				 ANN_RECONCILE_PAUSE);
+
+	return json_is_true(json_object_get(json_object_get(aci, "spec"), "holdInstallation")) ||
+	       streq(pause, "true");
+}
+
+static const json_t *find_cond(const json_t *conds, const char *type)
+{
+	json_t *c;
+	size_t i;
+
+	json_array_foreach(conds, i, c)
+		if (streq(jstr(c, "type"), type))
+			return c;
+	return NULL;
+}
+
+static void write_aci_status(struct hub *h, struct cluster_ctx *c)
+{
+	const json_t *old = json_object_get(c->aci, "status");
+	json_t *st = json_is_object(old) ? json_deep_copy(old) : json_object(), *conds, *dbg;
+	struct aci_conditions_in in = { 0 };
+	char now[32];
+	const char *k;
+	json_t *v;
+
+	aci_requirements_from(c->aci, &in.req);
+	in.hosts = c->hosts;
+	in.hold = on_hold(c->cd, c->aci);
+	in.spec_synced = c->spec_ok;
+	in.spec_error_is_input = c->spec_input_error;
+	in.spec_error = c->spec_error;
+	in.old_conditions = json_object_get(old, "conditions");
+	conds = aci_conditions(c->cluster, &in);
+	now_rfc3339(now, sizeof(now));
+	aci_conditions_merge_times(conds, json_object_get(old, "conditions"), now);
+	json_object_set_new(st, "conditions", conds);
+	if (c->cluster) {
+		json_t *mirror = aci_status_from_cluster(c->cluster);
+		char *url = NULL;
+		ah_err err;
+
+		json_object_foreach(mirror, k, v) {
+			if (strcmp(k, "debugInfo") == 0)
+				continue;
+			json_object_set(st, k, v);
+		}
+		dbg = json_object_get(st, "debugInfo");
+		if (!json_is_object(dbg)) {
+			dbg = json_object();
+			json_object_set_new(st, "debugInfo", dbg);
+		}
+		json_object_foreach(json_object_get(mirror, "debugInfo"), k, v)
+			json_object_set(dbg, k, v);
+		if (!jstr(dbg, "state"))
+			json_object_set_new(dbg, "state", json_string(jstr_or(c->cluster, "status", "")));
+		if (!jstr(dbg, "stateInfo"))
+			json_object_set_new(dbg, "stateInfo", json_string(jstr_or(c->cluster, "status_info", "")));
+		/* eventsURL is set once (§4.3 step 10). */
+		if (!jstr(dbg, "eventsURL") &&
+		    hub_cluster_events_url(h, meta_str(c->aci, "uid"), &url, &err) == 0)
+			json_object_set_new(dbg, "eventsURL", json_string(url));
+		free(url);
+		if (!json_object_get(dbg, "logsURL"))
+			json_object_set_new(dbg, "logsURL", json_string(""));
+		json_decref(mirror);
+	} else {
+		/* No backend cluster: the debug info is cleared (§2.1). */
+		json_object_set_new(st, "debugInfo", json_pack("{s:s}", "logsURL", ""));
+	}
+	if (!json_equal(st, old)) {
+		json_t *patch = json_pack("{s:O}", "status", st);
+
+		patch_obj(h, h->k_aci, meta_str(c->aci, "namespace"), meta_str(c->aci, "name"), patch, true);
+		json_decref(patch);
+		json_object_set_new(c->aci, "status", json_incref(st));
+	}
+	json_decref(st);
+}
+
+/* What Hive writes on the CD from the ACI (§2.2). */
+static void mirror_to_cd(struct hub *h, struct cluster_ctx *c)
+{
+	static const char *const copied[][2] = {
+		{ "Failed", "ClusterInstallFailed" },
+		{ "Completed", "ClusterInstallCompleted" },
+		{ "Stopped", "ClusterInstallStopped" },
+		{ "RequirementsMet", "ClusterInstallRequirementsMet" },
+	};
+	const json_t *aconds = json_object_get(json_object_get(c->aci, "status"), "conditions");
+	const json_t *old = json_object_get(c->cd, "status"), *failed, *stopped, *completed, *req;
+	const json_t *acimeta = json_object_get(json_object_get(c->aci, "spec"), "clusterMetadata");
+	json_t *st = json_is_object(old) ? json_deep_copy(old) : json_object(), *conds = json_array(), *oc;
+	char now[32];
+	size_t i;
+
+	now_rfc3339(now, sizeof(now));
+	for (i = 0; i < sizeof(copied) / sizeof(copied[0]); i++) {
+		const json_t *a = find_cond(aconds, copied[i][0]);
+
+		if (a)
+			json_array_append_new(conds, json_pack("{s:s,s:s,s:s,s:s}", "type", copied[i][1], "status",
+							       jstr_or(a, "status", "Unknown"), "reason",
+							       jstr_or(a, "reason", ""), "message",
+							       jstr_or(a, "message", "")));
+	}
+	failed = find_cond(aconds, "Failed");
+	stopped = find_cond(aconds, "Stopped");
+	completed = find_cond(aconds, "Completed");
+	req = find_cond(aconds, "RequirementsMet");
+	if (failed)
+		json_array_append_new(conds, json_pack("{s:s,s:s,s:s,s:s}", "type", "ProvisionFailed", "status",
+						       jstr_or(failed, "status", "Unknown"), "reason",
+						       jstr_or(failed, "reason", ""), "message", jstr_or(failed, "message", "")));
+	if (stopped) {
+		bool limit = streq(jstr(stopped, "status"), "True") && !streq(jstr(completed, "status"), "True");
+
+		json_array_append_new(conds, json_pack("{s:s,s:s,s:s,s:s}", "type", "ProvisionStopped", "status",
+						       jstr_or(stopped, "status", "Unknown"), "reason",
+						       limit ? "InstallAttemptsLimitReached" : jstr_or(stopped, "reason", ""),
+						       "message",
+						       limit ? "Install attempts limit reached" : jstr_or(stopped, "message", "")));
+		if (limit)
+			json_array_append_new(conds, json_pack("{s:s,s:s,s:s,s:s}", "type", "Provisioned", "status",
+							       "False", "reason", "ProvisionStopped", "message",
+							       "Install attempts limit reached"));
+	}
+	if (streq(jstr(completed, "status"), "True"))
+		json_array_append_new(conds, json_pack("{s:s,s:s,s:s,s:s}", "type", "Provisioned", "status", "True",
+						       "reason", "Provisioned", "message", "Cluster is provisioned"));
+	/* Keep conditions others wrote. */
+	json_array_foreach(json_object_get(old, "conditions"), i, oc)
+		if (!find_cond(conds, jstr(oc, "type")))
+			json_array_append(conds, oc);
+	aci_conditions_merge_times(conds, json_object_get(old, "conditions"), now);
+	json_object_set_new(st, "conditions", conds);
+	if (streq(jstr(req, "status"), "True") && !jstr(st, "installStartedTimestamp"))
+		json_object_set_new(st, "installStartedTimestamp", json_string(now));
+	if (streq(jstr(completed, "status"), "True") && !jstr(st, "installedTimestamp"))
+		json_object_set_new(st, "installedTimestamp", json_string(now));
+	if (!json_equal(st, old)) {
+		json_t *patch = json_pack("{s:O}", "status", st);
+
+		patch_obj(h, h->k_cd, meta_str(c->cd, "namespace"), meta_str(c->cd, "name"), patch, true);
+		json_decref(patch);
+	}
+	json_decref(st);
+	/* spec.installed and clusterMetadata once complete and fully known. */
+	if (streq(jstr(completed, "status"), "True") && jstr(acimeta, "infraID") && jstr(acimeta, "clusterID") &&
+	    jstr(json_object_get(acimeta, "adminKubeconfigSecretRef"), "name") &&
+	    jstr(json_object_get(acimeta, "adminPasswordSecretRef"), "name")) {
+		const json_t *cdspec = json_object_get(c->cd, "spec");
+
+		if (!json_is_true(json_object_get(cdspec, "installed")) ||
+		    !json_equal(json_object_get(cdspec, "clusterMetadata"), acimeta)) {
+			json_t *patch = json_pack("{s:{s:b,s:O}}", "spec", "installed", 1, "clusterMetadata", acimeta);
+
+			patch_obj(h, h->k_cd, meta_str(c->cd, "namespace"), meta_str(c->cd, "name"), patch, false);
+			json_decref(patch);
+		}
+	}
+}
+
+/* --- hosts following the cluster -------------------------------------------- */
+
+static void sync_hosts(struct hub *h, struct cluster_ctx *c, json_t *before)
+{
+	json_t *host;
+	size_t i;
+
+	json_array_foreach(c->hosts, i, host) {
+		if (before && json_equal(json_array_get(before, i), host))
+			continue;
+		hub_host_sync(h, json_array_get(c->agents, i), host);
+	}
+}
+
+/* The monitor's host pass: each host refreshed against the cluster (a
+ * cluster error moves its hosts to error, #14, and the timeouts fire). */
+static void refresh_hosts(struct cluster_ctx *c, int64_t now, int disconnect_timeout_s)
+{
+	json_t *host;
+	size_t i;
+
+	json_array_foreach(c->hosts, i, host) {
+		struct host_refresh_ctx ctx = { .now = now, .disconnect_timeout_s = disconnect_timeout_s,
+						.cluster = c->cluster, .cluster_hosts = c->hosts };
+		struct host_refresh_result res = { 0 };
+
+		if (host_refresh(host, &ctx, &res) == 0 && res.rule_matched && res.changed)
+			host_refresh_apply(host, &res, now);
+		host_refresh_result_release(&res);
+	}
+}
+
+static bool host_in(const json_t *host, const char *const *states)
+{
+	const char *s = jstr(host, "status");
+
+	for (; *states; states++)
+		if (streq(s, *states))
+			return true;
+	return false;
+}
+
+/* §4.3 step 9, day-1: the automatic start once the requirements are met. */
+static void maybe_start(struct hub *h, struct cluster_ctx *c, int64_t now)
+{
+	struct aci_requirements req;
+	json_t *host;
+	ah_err err;
+	char *ic;
+	size_t i;
+
+	if (!c->spec_ok || on_hold(c->cd, c->aci) || !streq(jstr(c->cluster, "status"), "ready"))
+		return;
+	aci_requirements_from(c->aci, &req);
+	if (cluster_install_gate(c->cluster, c->hosts, &req) != CLUSTER_GATE_OK)
+		return;
+	if (cluster_assign_roles(c->cluster, c->hosts, &err) < 0 ||
+	    cluster_prepare_for_installation(c->cluster, now, &err) < 0) {
+		log_warn("cluster %s/%s: cannot start the installation: %s", meta_str(c->cd, "namespace"),
+			 meta_str(c->cd, "name"), err.message);
+		return;
+	}
+	json_array_foreach(c->hosts, i, host)
+		if (host_install(host, c->cluster, now, &err) < 0)
+			log_warn("cluster %s/%s: host %s: %s", meta_str(c->cd, "namespace"), meta_str(c->cd, "name"),
+				 jstr_or(host, "id", "?"), err.message);
+	/* The preparation upstream runs asynchronously (manifests, ignition,
+	 * install-config); here the install-config is built at once and its
+	 * outcome recorded. */
+	ic = installconfig_build(c->cluster, c->hosts, c->pull_secret ? c->pull_secret : "",
+				 jstr(json_object_get(json_object_get(c->aci, "metadata"), "annotations"),
+				      INSTALLCONFIG_OVERRIDES_ANNOTATION), &err);
+	cluster_preparation_done(c->cluster, ic != NULL, ic ? NULL : err.message, &err);
+	if (ic) {
+		OPENSSL_cleanse(ic, strlen(ic));
+		free(ic);
+	}
+}
+
+/* After the cluster moved to installing, its prepared hosts follow (#5). */
+static void start_hosts(struct cluster_ctx *c, int64_t now)
+{
+	static const char *const prepared[] = { "preparing-successful", NULL };
+	json_t *host;
+	ah_err err;
+	size_t i;
+
+	if (!streq(jstr(c->cluster, "status"), "installing"))
+		return;
+	json_array_foreach(c->hosts, i, host)
+		if (host_in(host, prepared))
+			host_start_installing(host, c->cluster, now, &err);
+}
+
+/* Day-2 (§4.3 step 9): every known, approved host of an installed cluster
+ * is installed. */
+static void install_day2(struct cluster_ctx *c, int64_t now)
+{
+	json_t *host;
+	ah_err err;
+	size_t i;
+
+	if (!streq(jstr(c->cluster, "status"), "adding-hosts"))
+		return;
+	json_array_foreach(c->hosts, i, host) {
+		if (!streq(jstr(host, "status"), "known") || !json_is_true(json_object_get(host, "approved")))
+			continue;
+		if (!streq(jstr(host, "kind"), "AddToExistingClusterHost"))
+			continue;
+		host_install(host, c->cluster, now, &err);
+	}
+}
+
+/* Suggested roles, once every host has an inventory (backend §0). */
+static void suggest_roles(struct cluster_ctx *c)
+{
+	json_t *host;
+	size_t i;
+
+	json_array_foreach(c->hosts, i, host)
+		if (!json_object_get(host, "inventory"))
+			return;
+	cluster_suggest_roles(c->cluster, c->hosts);
+}
+
+/* §4.3 steps 7 and 8: the credentials and clusterMetadata. */
+static void credentials(struct hub *h, struct cluster_ctx *c)
+{
+	const char *status = jstr(c->cluster, "status"), *ns = meta_str(c->cd, "namespace");
+	const json_t *meta = json_object_get(json_object_get(c->aci, "spec"), "clusterMetadata");
+	char kcname[300], pwname[300], uuid[40], pw[24];
+	json_t *patch, *m, *data;
+
+	kubeconfig_secret_name(c->cd, kcname, sizeof(kcname));
+	if ((streq(status, "installing") || streq(status, "finalizing")) && !json_is_object(meta)) {
+		if (!secret_exists(h, ns, kcname) && write_kubeconfig_secret(h, c->cd, kcname, false) < 0)
+			return;
+		util_uuid4(uuid, sizeof(uuid));
+		m = json_pack("{s:s,s:s,s:{s:s}}", "clusterID", uuid, "infraID", meta_str(c->aci, "uid"),
+			      "adminKubeconfigSecretRef", "name", kcname);
+		patch = json_pack("{s:{s:o}}", "spec", "clusterMetadata", m);
+		if (patch_obj(h, h->k_aci, ns, meta_str(c->aci, "name"), patch, false) == 0)
+			json_object_set(json_object_get(c->aci, "spec"), "clusterMetadata", m);
+		json_decref(patch);
+		return;
+	}
+	if (!streq(status, "installed") || streq(jstr(c->cluster, "kind"), "AddHostsCluster"))
+		return;
+	if (json_is_object(meta) && jstr(json_object_get(meta, "adminPasswordSecretRef"), "name"))
+		return;
+	snprintf(pwname, sizeof(pwname), "%s-admin-password", meta_str(c->cd, "name"));
+	if (kubeadmin_password(pw) < 0)
+		return;
+	data = json_pack("{s:s,s:s}", "username", "kubeadmin", "password", pw);
+	OPENSSL_cleanse(pw, sizeof(pw));
+	if (put_secret(h, c->cd, pwname, "kubeadmincreds", data, false) < 0 ||
+	    write_kubeconfig_secret(h, c->cd, kcname, !secret_exists(h, ns, kcname)) < 0) {
+		json_decref(data);
+		return;
+	}
+	json_decref(data);
+	if (!jstr(meta, "clusterID"))
+		util_uuid4(uuid, sizeof(uuid));
+	m = json_pack("{s:s,s:s,s:{s:s},s:{s:s}}", "clusterID", jstr(meta, "clusterID") ? jstr(meta, "clusterID") : uuid,
+		      "infraID", meta_str(c->aci, "uid"), "adminKubeconfigSecretRef", "name", kcname,
+		      "adminPasswordSecretRef", "name", pwname);
+	patch = json_pack("{s:{s:o}}", "spec", "clusterMetadata", m);
+	if (patch_obj(h, h->k_aci, ns, meta_str(c->aci, "name"), patch, false) == 0)
+		json_object_set(json_object_get(c->aci, "spec"), "clusterMetadata", m);
+	json_decref(patch);
+}
+
+static void emit_events(struct hub *h, struct cluster_ctx *c, const json_t *events)
+{
+	struct hub_event_ref ref;
+	json_t *e;
+	size_t i;
+
+	hub_event_ref_object(c->aci, &ref);
+	ref.cluster_id = meta_str(c->aci, "uid");
+	json_array_foreach(events, i, e)
+		hub_event(h, &ref, jstr_or(e, "severity", HUB_EV_INFO), jstr(e, "name"), "%s", jstr_or(e, "message", ""));
+}
+
+static void cluster_status_event(struct hub *h, struct cluster_ctx *c, const char *src)
+{
+	struct hub_event_ref ref;
+
+	if (streq(src, jstr(c->cluster, "status")))
+		return;
+	hub_event_ref_object(c->aci, &ref);
+	ref.cluster_id = meta_str(c->aci, "uid");
+	hub_event_cluster_status(h, &ref, src, jstr(c->cluster, "status"), jstr(c->cluster, "status_info"));
+}
+
+/* --- deletion ------------------------------------------------------------------ */
+
+/* The ACI finalizer (§3, §5): cancel a running install, return or delete the
+ * Agents, drop the cluster. */
+static void aci_cleanup(struct hub *h, struct cluster_ctx *c)
+{
+	bool preserve = c->cd && json_is_true(json_object_get(json_object_get(c->cd, "spec"), "preserveOnDelete"));
+	const char *cdname = jstr(json_object_get(json_object_get(c->aci, "spec"), "clusterDeploymentRef"), "name");
+	const char *ns = meta_str(c->aci, "namespace");
+	json_t *agents = bound_agents(h, ns, cdname ? cdname : ""), *a;
+	size_t i;
+
+	json_array_foreach(agents, i, a) {
+		const char *ie_name = jstr(json_object_get(json_object_get(a, "metadata"), "labels"), LABEL_INFRAENV);
+		json_t *ie = NULL;
+		const json_t *cref;
+		bool del = false;
+		ah_err err;
+
+		if (ie_name && kube_get(h->api, h->k_infraenv, meta_str(a, "namespace"), ie_name, &ie, &err) == 0) {
+			cref = json_object_get(json_object_get(ie, "spec"), "clusterRef");
+			if (jstr(cref, "name"))
+				del = streq(jstr(cref, "name"), cdname) &&
+				      streq(jstr_or(cref, "namespace", meta_str(ie, "namespace")), ns);
+			else
+				del = preserve;
+		}
+		json_decref(ie);
+		if (del) {
+			json_t *ret = NULL;
+
+			kube_delete(h->api, h->k_agent, meta_str(a, "namespace"), meta_str(a, "name"), NULL, &ret, &err);
+			json_decref(ret);
+		} else {
+			json_t *patch = json_pack("{s:{s:n}}", "spec", "clusterDeploymentName");
+
+			patch_obj(h, h->k_agent, meta_str(a, "namespace"), meta_str(a, "name"), patch, false);
+			json_decref(patch);
+		}
+	}
+	json_decref(agents);
+	state_delete(h, meta_str(c->aci, "uid"));
+	set_finalizer(h, h->k_aci, c->aci, FINALIZER_ACI, false);
+}
+
+/* --- the passes --------------------------------------------------------------- */
+
+int hub_reconcile_aci(struct hub *h, const char *ns, const char *name)
+{
+	json_t *aci = NULL, *cd = NULL, *conds, *st;
+	const json_t *old;
+	const char *cdname;
+	ah_err err;
+	char now[32];
+
+	if (!h->k_aci || kube_get(h->api, h->k_aci, ns, name, &aci, &err) < 0)
+		return 0;
+	cdname = jstr(json_object_get(json_object_get(aci, "spec"), "clusterDeploymentRef"), "name");
+	if (!cdname || kube_get(h->api, h->k_cd, ns, cdname, &cd, &err) == 0) {
+		/* The CD pass owns everything else. */
+		json_decref(cd);
+		json_decref(aci);
+		return 0;
+	}
+	if (meta_str(aci, "deletionTimestamp")) {
+		struct cluster_ctx c = { .aci = aci };
+
+		aci_cleanup(h, &c);
+		return 0;
+	}
+	old = json_object_get(aci, "status");
+	st = json_is_object(old) ? json_deep_copy(old) : json_object();
+	conds = aci_conditions_cd_missing(cdname, ns);
+	now_rfc3339(now, sizeof(now));
+	aci_conditions_merge_times(conds, json_object_get(old, "conditions"), now);
+	json_object_set_new(st, "conditions", conds);
+	json_object_set_new(st, "debugInfo", json_pack("{s:s}", "logsURL", ""));
+	if (!json_equal(st, old)) {
+		json_t *patch = json_pack("{s:O}", "status", st);
+
+		patch_obj(h, h->k_aci, ns, name, patch, true);
+		json_decref(patch);
+	}
+	json_decref(st);
+	json_decref(aci);
+	return 0;
+}
+
+static bool active_state(const char *s)
+{
+	static const char *const quiet[] = { "installed", "error", "cancelled", "adding-hosts", NULL };
+	const char *const *q;
+
+	for (q = quiet; *q; q++)
+		if (streq(s, *q))
+			return false;
+	return true;
+}
+
+int hub_reconcile_cd(struct hub *h, const char *ns, const char *name)
+{
+	struct cluster_ctx c = { 0 };
+	struct cluster_refresh_ctx rctx = { 0 };
+	struct cluster_refresh_result res = { 0 };
+	const json_t *iref;
+	json_t *hosts_before = NULL;
+	char src[48] = "";
+	int64_t now = time(NULL);
+	ah_err err;
+
+	if (!h->k_cd || !h->k_aci || kube_get(h->api, h->k_cd, ns, name, &c.cd, &err) < 0)
+		return 0;
+	iref = json_object_get(json_object_get(c.cd, "spec"), "clusterInstallRef");
+	if (!streq(jstr(iref, "group"), ACI_GROUP) || !streq(jstr(iref, "kind"), "AgentClusterInstall") ||
+	    !jstr(iref, "name")) {
+		cluster_ctx_release(&c);
+		return 0;
+	}
+	if (kube_get(h->api, h->k_aci, ns, jstr(iref, "name"), &c.aci, &err) < 0)
+		c.aci = NULL;
+	/* §4.3 step 1 and §3: deletion goes CD → ACI → Agents. */
+	if (meta_str(c.cd, "deletionTimestamp")) {
+		if (c.aci) {
+			if (!meta_str(c.aci, "deletionTimestamp")) {
+				json_t *ret = NULL;
+
+				kube_delete(h->api, h->k_aci, ns, meta_str(c.aci, "name"), NULL, &ret, &err);
+				json_decref(ret);
+			} else {
+				aci_cleanup(h, &c);
+			}
+			requeue_after(h, ns, name, REQUEUE_DELETE_MS);
+		} else {
+			set_finalizer(h, h->k_cd, c.cd, FINALIZER_CD, false);
+		}
+		cluster_ctx_release(&c);
+		return 0;
+	}
+	if (!c.aci) {
+		cluster_ctx_release(&c);
+		return 0;
+	}
+	if (meta_str(c.aci, "deletionTimestamp")) {
+		aci_cleanup(h, &c);
+		cluster_ctx_release(&c);
+		return 0;
+	}
+	if (!has_finalizer(c.aci, FINALIZER_ACI) || !has_finalizer(c.cd, FINALIZER_CD)) {
+		/* The finalizer writes come back as events and a new pass. */
+		set_finalizer(h, h->k_aci, c.aci, FINALIZER_ACI, true);
+		set_finalizer(h, h->k_cd, c.cd, FINALIZER_CD, true);
+		cluster_ctx_release(&c);
+		return 0;
+	}
+	ensure_owner(h, c.cd, c.aci);
+
+	load_cluster(h, &c);
+	if (c.cluster) {
+		snprintf(src, sizeof(src), "%s", jstr_or(c.cluster, "status", ""));
+		hosts_before = json_deep_copy(c.hosts);
+		suggest_roles(&c);
+		rctx.now = now;
+		rctx.kubeconfig_uploaded = json_is_object(json_object_get(json_object_get(c.aci, "spec"), "clusterMetadata"));
+		if (cluster_refresh(c.cluster, c.hosts, &rctx, &res) == 0) {
+			if (res.changed) {
+				json_decref(c.cluster);
+				c.cluster = json_incref(res.cluster);
+			}
+			emit_events(h, &c, res.events);
+		}
+		cluster_refresh_result_release(&res);
+		maybe_start(h, &c, now);
+		start_hosts(&c, now);
+		install_day2(&c, now);
+		refresh_hosts(&c, now, h->cfg.host_disconnect_timeout_s);
+		cluster_update_progress(c.cluster, c.hosts);
+		cluster_status_event(h, &c, src);
+		sync_hosts(h, &c, hosts_before);
+		credentials(h, &c);
+		/* Installed and marked: the next pass makes it day-2 (§4.3 step 8). */
+		if (streq(jstr(c.cluster, "status"), "installed") &&
+		    jstr(json_object_get(json_object_get(json_object_get(c.aci, "spec"), "clusterMetadata"),
+					 "adminPasswordSecretRef"), "name") &&
+		    !streq(jstr(c.cluster, "kind"), "AddHostsCluster")) {
+			if (cluster_allow_add_hosts(c.cluster, now, &err) == 0)
+				hub_enqueue(h, "cd", ns, name);
+		}
+		if (!json_equal(c.cluster, c.prev_state)) {
+			int r = state_put(h, meta_str(c.aci, "uid"), c.cluster, c.state_rev);
+
+			if (r < 0) {
+				/* Someone else moved it (the agent API): do it again. */
+				json_decref(hosts_before);
+				cluster_ctx_release(&c);
+				hub_enqueue(h, "cd", ns, name);
+				return 0;
+			}
+		}
+	}
+	write_aci_status(h, &c);
+	mirror_to_cd(h, &c);
+	if (!c.cluster || active_state(jstr(c.cluster, "status")))
+		requeue_after(h, ns, name, REQUEUE_ACTIVE_MS);
+	json_decref(hosts_before);
+	cluster_ctx_release(&c);
+	return 0;
+}

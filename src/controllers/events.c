@@ -1,0 +1,825 @@
+/* events.c - the upstream events (backend.md §8) as Kubernetes Events, and
+ * GET /api/assisted-install/v2/events over them (§8, URL authorization §9).
+ *
+ * One event is one v1 Event in the namespace of the object it is about, so
+ * `kubectl get events` shows it; the upstream fields (name, ids, severity,
+ * category, props, event_time) ride along in one annotation, which the
+ * events endpoint serves.  The Event's name is the involved object's name
+ * plus a hash of what makes the event distinct, so a repeat finds its Event
+ * and bumps its count, as the kubelet's event recorder does.  Events are
+ * owned by the object they are about and go with it, and there is a cap on
+ * distinct Events per object: the store never grows without bound.
+ *
+ * Recording never fails its caller: a state write is what matters, and an
+ * event that cannot be stored is logged and dropped. */
+#include "hub-internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "base/log.h"
+#include "base/util.h"
+
+#define EVENT_ANNOTATION "agenthub.io/event"
+#define EVENTTOKEN_RESOURCE "agenthub.internal.eventtokens"
+#define EVENT_MESSAGE_MAX 4096
+#define EVENT_UPDATE_RETRIES 4
+/* Distinct Events one object may collect in this process's lifetime;
+ * repeats of an existing one are always counted. */
+#define EVENTS_PER_OBJECT_MAX 1000
+/* Objects the cap remembers before it starts over (a safety net, not a ledger). */
+#define EVENTS_CAP_OBJECTS_MAX 100000
+#define EVENTS_LIMIT_DEFAULT 5000
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static bool streq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+/* --- pure helpers ----------------------------------------------------------- */
+
+const char *hub_event_host_status_severity(const char *state)
+{
+	static const char *const warn[] = { "disconnected", "insufficient", "installing-pending-user-action",
+					    "disconnected-unbound", "insufficient-unbound", NULL };
+	size_t i;
+
+	if (!state)
+		return HUB_EV_INFO;
+	if (strcmp(state, "error") == 0)
+		return HUB_EV_ERROR;
+	for (i = 0; warn[i]; i++)
+		if (strcmp(state, warn[i]) == 0)
+			return HUB_EV_WARNING;
+	return HUB_EV_INFO;
+}
+
+/* "host_status_updated" -> "HostStatusUpdated": a Kubernetes-style reason. */
+static void reason_of(const char *name, char *buf, size_t size)
+{
+	size_t n = 0;
+	bool up = true;
+
+	if (!name || !*name)
+		name = "agenthub_event";
+	for (; *name && n + 1 < size; name++) {
+		if (*name == '_' || *name == '-' || *name == '.') {
+			up = true;
+			continue;
+		}
+		buf[n++] = up && *name >= 'a' && *name <= 'z' ? (char)(*name - 'a' + 'A') : *name;
+		up = false;
+	}
+	buf[n] = '\0';
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	if (!s)
+		s = "";
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	/* A separator, so ("ab","c") and ("a","bc") differ. */
+	h ^= 0xff;
+	h *= 1099511628211ULL;
+	return h;
+}
+
+/* "2024-04-30T20:47:57.256Z", the precision upstream's event_time has. */
+static void now_ms(char *buf, size_t size)
+{
+	struct timeval tv;
+	struct tm tm;
+	size_t n;
+
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (n && n < size)
+		snprintf(buf + n, size - n, ".%03uZ", (unsigned)(tv.tv_usec / 1000) % 1000u);
+}
+
+static bool severity_valid(const char *s)
+{
+	return streq(s, HUB_EV_INFO) || streq(s, HUB_EV_WARNING) || streq(s, HUB_EV_ERROR) ||
+	       streq(s, HUB_EV_CRITICAL);
+}
+
+/* --- the per-object cap ------------------------------------------------------- */
+
+static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
+static json_t *cap_counts; /* involved key -> distinct Events created */
+
+static bool cap_take(const char *key)
+{
+	json_int_t n;
+
+	pthread_mutex_lock(&cap_lock);
+	if (cap_counts && json_object_size(cap_counts) >= EVENTS_CAP_OBJECTS_MAX) {
+		json_decref(cap_counts);
+		cap_counts = NULL;
+	}
+	if (!cap_counts)
+		cap_counts = json_object();
+	n = json_integer_value(json_object_get(cap_counts, key));
+	if (n <= EVENTS_PER_OBJECT_MAX)
+		json_object_set_new(cap_counts, key, json_integer(n + 1));
+	pthread_mutex_unlock(&cap_lock);
+	if (n == EVENTS_PER_OBJECT_MAX)
+		log_warn("events: %s has %d distinct events; dropping new ones", key, EVENTS_PER_OBJECT_MAX);
+	return n < EVENTS_PER_OBJECT_MAX;
+}
+
+/* --- recording ---------------------------------------------------------------- */
+
+void hub_event_ref_object(const json_t *obj, struct hub_event_ref *ret)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+
+	memset(ret, 0, sizeof(*ret));
+	ret->ns = jstr(meta, "namespace");
+	ret->name = jstr(meta, "name");
+	ret->uid = jstr(meta, "uid");
+	ret->kind = jstr(obj, "kind");
+	ret->api_version = jstr(obj, "apiVersion");
+	if (streq(ret->kind, "InfraEnv"))
+		ret->infra_env_id = ret->uid;
+}
+
+void hub_event_ref_agent(const json_t *agent, const char *cluster_id, struct hub_event_ref *ret)
+{
+	const json_t *owners = json_object_get(json_object_get(agent, "metadata"), "ownerReferences"), *o;
+	size_t i;
+
+	hub_event_ref_object(agent, ret);
+	if (!ret->kind)
+		ret->kind = "Agent";
+	ret->host_id = ret->name;
+	ret->cluster_id = cluster_id && *cluster_id ? cluster_id : NULL;
+	json_array_foreach(owners, i, o)
+		if (streq(jstr(o, "kind"), "InfraEnv"))
+			ret->infra_env_id = jstr(o, "uid");
+}
+
+/* The upstream view of an event, as the annotation keeps it. */
+static json_t *upstream_event(const struct hub_event_ref *ref, const char *severity, const char *name,
+			      const char *category, const json_t *props, const char *msg, const char *when)
+{
+	json_t *ev = json_pack("{s:s,s:s,s:s,s:s,s:s}", "name", name ? name : "", "severity", severity,
+			       "category", category, "message", msg, "event_time", when);
+
+	if (!ev)
+		return NULL;
+	if (ref->cluster_id && *ref->cluster_id)
+		json_object_set_new(ev, "cluster_id", json_string(ref->cluster_id));
+	if (ref->host_id && *ref->host_id)
+		json_object_set_new(ev, "host_id", json_string(ref->host_id));
+	if (ref->infra_env_id && *ref->infra_env_id)
+		json_object_set_new(ev, "infra_env_id", json_string(ref->infra_env_id));
+	if (json_is_object(props)) {
+		char *p = json_dumps(props, JSON_COMPACT | JSON_SORT_KEYS);
+
+		if (p)
+			json_object_set_new(ev, "props", json_string(p));
+		free(p);
+	}
+	return ev;
+}
+
+static json_t *new_event_object(struct hub *h, const struct hub_event_ref *ref, const char *objname,
+				const char *severity, const char *name, const char *msg, const json_t *up,
+				const char *now)
+{
+	char reason[128], *ann = json_dumps(up, JSON_COMPACT);
+	const char *api_version = ref->api_version;
+	json_t *ev, *involved;
+
+	if (!ann)
+		return NULL;
+	if (!api_version) {
+		const struct kube_kind *k = NULL;
+		const char *groups[] = { "agent-install.openshift.io/v1beta1", "extensions.hive.openshift.io/v1beta1",
+					 "hive.openshift.io/v1", "metal3.io/v1alpha1", "v1", NULL };
+		size_t i;
+
+		for (i = 0; groups[i] && !k; i++)
+			k = kube_registry_by_kind(h->reg, groups[i], ref->kind);
+		api_version = k ? k->api_version : "v1";
+	}
+	reason_of(name, reason, sizeof(reason));
+	involved = json_pack("{s:s,s:s,s:s,s:s}", "apiVersion", api_version, "kind", ref->kind, "name", ref->name,
+			     "namespace", ref->ns);
+	if (ref->uid)
+		json_object_set_new(involved, "uid", json_string(ref->uid));
+	ev = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:o,s:s,s:s,s:s,s:{s:s},s:s,s:s,s:s,s:i}",
+		       "apiVersion", "v1", "kind", "Event",
+		       "metadata", "name", objname, "namespace", ref->ns, "annotations", EVENT_ANNOTATION, ann,
+		       "involvedObject", involved,
+		       "reason", reason, "message", msg,
+		       "type", streq(severity, HUB_EV_INFO) ? "Normal" : "Warning",
+		       "source", "component", "agenthub",
+		       "reportingComponent", "agenthub",
+		       "firstTimestamp", now, "lastTimestamp", now, "count", 1);
+	free(ann);
+	/* Owned by the object it is about, so it goes when the object goes. */
+	if (ev && ref->uid)
+		json_object_set_new(json_object_get(ev, "metadata"), "ownerReferences",
+				    json_pack("[{s:s,s:s,s:s,s:s}]", "apiVersion", api_version, "kind", ref->kind,
+					      "name", ref->name, "uid", ref->uid));
+	return ev;
+}
+
+/* A repeat: count + 1, the new times; compare-and-swap on resourceVersion. */
+static int bump_event(struct hub *h, const struct kube_kind *k, const char *ns, const char *objname,
+		      const char *now, const char *when, ah_err *err)
+{
+	int attempt, r = -ESTALE;
+
+	for (attempt = 0; attempt < EVENT_UPDATE_RETRIES && r == -ESTALE; attempt++) {
+		json_t *cur = NULL, *ret = NULL, *ann, *up;
+		const char *text;
+
+		r = kube_get(h->api, k, ns, objname, &cur, err);
+		if (r < 0)
+			return r;
+		ann = json_object_get(json_object_get(cur, "metadata"), "annotations");
+		text = jstr(ann, EVENT_ANNOTATION);
+		up = text ? json_loads(text, 0, NULL) : NULL;
+		if (json_is_object(up)) {
+			char *s;
+
+			json_object_set_new(up, "event_time", json_string(when));
+			s = json_dumps(up, JSON_COMPACT);
+			if (s)
+				json_object_set_new(ann, EVENT_ANNOTATION, json_string(s));
+			free(s);
+		}
+		json_decref(up);
+		json_object_set_new(cur, "count", json_integer(json_integer_value(json_object_get(cur, "count")) + 1));
+		json_object_set_new(cur, "lastTimestamp", json_string(now));
+		r = kube_update(h->api, k, ns, objname, cur, NULL, &ret, err);
+		json_decref(cur);
+		json_decref(ret);
+	}
+	return r;
+}
+
+static void record(struct hub *h, const struct hub_event_ref *ref, const char *severity, const char *name,
+		   const char *category, const json_t *props, const char *msg)
+{
+	const struct kube_kind *k = kube_registry_by_kind(h->reg, "v1", "Event");
+	char objname[256], when[40], now[32], capkey[600];
+	json_t *up, *ev, *ret = NULL;
+	uint64_t hash = 1469598103934665603ULL;
+	ah_err err;
+	int r;
+
+	if (!k || !ref || !ref->ns || !*ref->ns || !ref->kind || !ref->name || !*ref->name) {
+		log_warn("events: dropping an event without its object: %s", msg);
+		return;
+	}
+	if (!severity_valid(severity))
+		severity = HUB_EV_INFO;
+	if (!category || !*category)
+		category = "user";
+	/* What makes two events the same one. */
+	hash = fnv1a(hash, ref->kind);
+	hash = fnv1a(hash, ref->name);
+	hash = fnv1a(hash, ref->uid);
+	hash = fnv1a(hash, name);
+	hash = fnv1a(hash, severity);
+	hash = fnv1a(hash, category);
+	hash = fnv1a(hash, ref->cluster_id);
+	hash = fnv1a(hash, ref->host_id);
+	hash = fnv1a(hash, ref->infra_env_id);
+	hash = fnv1a(hash, msg);
+	snprintf(objname, sizeof(objname), "%.200s.%016llx", ref->name, (unsigned long long)hash);
+	now_ms(when, sizeof(when));
+	util_now_rfc3339(now, sizeof(now));
+	up = upstream_event(ref, severity, name, category, props, msg, when);
+	ev = up ? new_event_object(h, ref, objname, severity, name, msg, up, now) : NULL;
+	json_decref(up);
+	if (!ev) {
+		log_warn("events: out of memory recording an event for %s/%s", ref->ns, ref->name);
+		return;
+	}
+	ah_err_clear(&err);
+	r = kube_get(h->api, k, ref->ns, objname, &ret, &err);
+	json_decref(ret);
+	if (r == -ENOENT) {
+		snprintf(capkey, sizeof(capkey), "%s/%s/%s/%s", ref->ns, ref->kind, ref->name, ref->uid ? ref->uid : "");
+		if (!cap_take(capkey)) {
+			json_decref(ev);
+			return;
+		}
+		ret = NULL;
+		r = kube_create(h->api, k, ref->ns, ev, NULL, &ret, &err);
+		json_decref(ret);
+		/* Created by a concurrent recorder of the same event: count it. */
+		if (r == -EEXIST)
+			r = bump_event(h, k, ref->ns, objname, now, when, &err);
+	} else if (r == 0) {
+		r = bump_event(h, k, ref->ns, objname, now, when, &err);
+	}
+	json_decref(ev);
+	/* A namespace going away refuses new Events: expected, not a problem. */
+	if (r < 0 && (err.status == 403 || err.status == 404))
+		log_debug("events: %s/%s %s: not recorded: %s", ref->ns, ref->name, name ? name : "", err.message);
+	else if (r < 0)
+		log_warn("events: %s/%s %s: not recorded: %s", ref->ns, ref->name, name ? name : "", err.message);
+}
+
+static void vrecord(struct hub *h, const struct hub_event_ref *ref, const char *severity, const char *name,
+		    const char *category, const json_t *props, const char *fmt, va_list ap)
+{
+	char *msg = malloc(EVENT_MESSAGE_MAX + 1);
+
+	if (!msg) {
+		log_warn("events: out of memory");
+		return;
+	}
+	vsnprintf(msg, EVENT_MESSAGE_MAX + 1, fmt, ap);
+	record(h, ref, severity, name, category, props, msg);
+	free(msg);
+}
+
+void hub_event(struct hub *h, const struct hub_event_ref *ref, const char *severity, const char *name,
+	       const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vrecord(h, ref, severity, name, NULL, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void hub_event_props(struct hub *h, const struct hub_event_ref *ref, const char *severity, const char *name,
+		     const char *category, const json_t *props, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vrecord(h, ref, severity, name, category, props, fmt, ap);
+	va_end(ap);
+}
+
+void hub_event_host_status(struct hub *h, const struct hub_event_ref *ref, const char *hostname,
+			   const char *src, const char *dst, const char *info)
+{
+	/* A new host has no previous status: its registration is the event. */
+	if (!src || !*src || !dst || !*dst || streq(src, dst))
+		return;
+	hub_event(h, ref, hub_event_host_status_severity(dst), "host_status_updated",
+		  "Host %s: updated status from %s to %s (%s)",
+		  hostname && *hostname ? hostname : (ref && ref->host_id ? ref->host_id : ""), src, dst,
+		  info ? info : "");
+}
+
+void hub_event_cluster_status(struct hub *h, const struct hub_event_ref *ref, const char *src,
+			      const char *dst, const char *info)
+{
+	json_t *props;
+
+	if (!src || !*src || !dst || !*dst || streq(src, dst))
+		return;
+	props = json_pack("{s:s,s:s}", "status", dst, "status_info", info ? info : "");
+	hub_event_props(h, ref, HUB_EV_INFO, "cluster_status_updated", NULL, props,
+			"Updated status of the cluster to %s", dst);
+	json_decref(props);
+}
+
+/* --- URLs ----------------------------------------------------------------------- */
+
+/* The cluster's URL token: minted once and kept, as ECDSA signatures differ
+ * every time and the eventsURL must not. */
+static int cluster_token(struct hub *h, const char *cluster_id, char **ret, ah_err *err)
+{
+	store_obj *so = NULL;
+	json_t *claims, *st;
+	char *tok = NULL, *text;
+	int r, attempt;
+
+	for (attempt = 0; attempt < 2; attempt++) {
+		if (store_get(h->store, EVENTTOKEN_RESOURCE, "", cluster_id, &so) == 0) {
+			st = json_loadb(so->json, so->len, 0, NULL);
+			store_obj_free(so);
+			if (jstr(st, "token")) {
+				*ret = strdup(jstr(st, "token"));
+				json_decref(st);
+				return *ret ? 0 : -ENOMEM;
+			}
+			json_decref(st);
+		}
+		claims = json_pack("{s:s}", "cluster_id", cluster_id);
+		r = claims ? jwt_sign(h->keys, claims, &tok) : -ENOMEM;
+		json_decref(claims);
+		if (r < 0)
+			return ah_err_set(err, r, 500, "InternalError", "signing the cluster token failed");
+		st = json_pack("{s:s}", "token", tok);
+		text = st ? json_dumps(st, JSON_COMPACT) : NULL;
+		json_decref(st);
+		if (!text) {
+			free(tok);
+			return -ENOMEM;
+		}
+		{
+			struct text_render tr = { text };
+
+			r = store_create(h->store, EVENTTOKEN_RESOURCE, "", cluster_id, hub_render_text, &tr, NULL);
+		}
+		free(text);
+		if (r == 0) {
+			*ret = tok;
+			return 0;
+		}
+		free(tok);
+		tok = NULL;
+		if (r != -EEXIST)
+			return ah_err_set(err, r, 500, "InternalError", "storing the cluster token failed");
+		/* Another thread minted it first: read theirs. */
+	}
+	return ah_err_set(err, EAGAIN, 500, "InternalError", "the cluster token could not be read");
+}
+
+static int make_url(char **ret, const char *base, const char *token, const char *key, const char *id)
+{
+	size_t n = strlen(base) + strlen(API_PREFIX) + strlen(token) + strlen(key) + strlen(id) + 32;
+	char *s = malloc(n);
+
+	if (!s)
+		return -ENOMEM;
+	/* Query keys in sorted order, as upstream's url.Values encodes them. */
+	snprintf(s, n, "%s" API_PREFIX "/events?api_key=%s&%s=%s", base, token, key, id);
+	*ret = s;
+	return 0;
+}
+
+int hub_cluster_events_url(struct hub *h, const char *cluster_id, char **ret, ah_err *err)
+{
+	char *tok = NULL;
+	int r;
+
+	if (!cluster_id || !*cluster_id || strlen(cluster_id) > 128)
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "cluster_id: a cluster id is required");
+	r = cluster_token(h, cluster_id, &tok, err);
+	if (r < 0)
+		return r;
+	r = make_url(ret, h->service_url, tok, "cluster_id", cluster_id);
+	free(tok);
+	return r;
+}
+
+int hub_host_events_url(struct hub *h, const json_t *infraenv, const char *host_id, char **ret, ah_err *err)
+{
+	char *tok = NULL;
+	int r;
+
+	if (!host_id || !*host_id)
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "host_id: a host id is required");
+	r = hub_infraenv_token(h, infraenv, &tok, err);
+	if (r < 0)
+		return r;
+	r = make_url(ret, h->service_url, tok, "host_id", host_id);
+	free(tok);
+	return r;
+}
+
+/* --- GET /v2/events ------------------------------------------------------------ */
+
+struct ev_query {
+	const char *cluster_id, *infra_env_id, *message;
+	json_t *host_ids;   /* array of strings; empty = any */
+	json_t *severities; /* array; empty = any */
+	json_t *categories; /* array; empty = ["user"] */
+	bool cluster_level, descending;
+	long limit, offset;
+};
+
+static void add_split(json_t *arr, const char *v)
+{
+	const char *p = v;
+
+	while (p && *p) {
+		const char *c = strchr(p, ',');
+		size_t n = c ? (size_t)(c - p) : strlen(p);
+
+		if (n)
+			json_array_append_new(arr, json_stringn(p, n));
+		p = c ? c + 1 : NULL;
+	}
+}
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct ev_query *q = cls;
+
+	(void)kind;
+	if (!key || !value)
+		return MHD_YES;
+	if (strcmp(key, "host_ids") == 0 || strcmp(key, "host_ids[]") == 0 || strcmp(key, "host_id") == 0)
+		add_split(q->host_ids, value);
+	else if (strcmp(key, "severities") == 0 || strcmp(key, "severities[]") == 0)
+		add_split(q->severities, value);
+	else if (strcmp(key, "categories") == 0 || strcmp(key, "categories[]") == 0)
+		add_split(q->categories, value);
+	return MHD_YES;
+}
+
+static bool in_array(const json_t *arr, const char *s)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v)
+		if (streq(json_string_value(v), s))
+			return true;
+	return false;
+}
+
+/* Whether an upstream event passes the filters other than severity. */
+static bool event_matches(const struct ev_query *q, const json_t *ev)
+{
+	const char *host = jstr(ev, "host_id");
+
+	if (q->cluster_id && !streq(jstr(ev, "cluster_id"), q->cluster_id))
+		return false;
+	if (q->infra_env_id && !streq(jstr(ev, "infra_env_id"), q->infra_env_id))
+		return false;
+	if (json_array_size(q->host_ids) && !in_array(q->host_ids, host) && !(q->cluster_level && !host))
+		return false;
+	if (json_array_size(q->categories) ? !in_array(q->categories, jstr(ev, "category")) :
+	    !streq(jstr(ev, "category") ? jstr(ev, "category") : "user", "user"))
+		return false;
+	if (q->message && *q->message && !strstr(jstr(ev, "message") ? jstr(ev, "message") : "", q->message))
+		return false;
+	return true;
+}
+
+struct list_ctx {
+	const struct ev_query *q;
+	json_t *out;   /* array of [event_time, rv, upstream event] */
+	const char *needle;
+};
+
+static int list_visit(const store_obj *so, void *userdata)
+{
+	struct list_ctx *lc = userdata;
+	json_t *obj, *up;
+	const char *text;
+
+	/* Most Events are about something else: skip them unparsed. */
+	if (!strstr(so->json, EVENT_ANNOTATION) || (lc->needle && !strstr(so->json, lc->needle)))
+		return 0;
+	obj = json_loadb(so->json, so->len, 0, NULL);
+	text = jstr(json_object_get(json_object_get(obj, "metadata"), "annotations"), EVENT_ANNOTATION);
+	up = text ? json_loads(text, 0, NULL) : NULL;
+	if (json_is_object(up) && event_matches(lc->q, up))
+		json_array_append_new(lc->out, json_pack("[s,I,o]", jstr(up, "event_time") ? jstr(up, "event_time") : "",
+							 (json_int_t)so->rev, json_incref(up)));
+	json_decref(up);
+	json_decref(obj);
+	return 0;
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	int c = strcmp(json_string_value(json_array_get(x, 0)), json_string_value(json_array_get(y, 0)));
+	json_int_t rx = json_integer_value(json_array_get(x, 1)), ry = json_integer_value(json_array_get(y, 1));
+
+	if (c)
+		return c;
+	return rx < ry ? -1 : rx > ry;
+}
+
+static enum MHD_Result reply_error(struct http_req *req, unsigned code, const char *msg)
+{
+	json_t *body;
+	enum MHD_Result r;
+	char codes[16];
+
+	snprintf(codes, sizeof(codes), "%u", code);
+	if (code == 401 || code == 403)
+		body = json_pack("{s:i,s:s}", "code", code, "message", msg);
+	else
+		body = json_pack("{s:s,s:i,s:s,s:s,s:s}", "kind", "Error", "id", code, "href", "", "code", codes,
+				 "reason", msg);
+	r = http_reply_json(req, code, body);
+	json_decref(body);
+	return r;
+}
+
+static const char *request_token(struct http_req *req)
+{
+	const char *t = http_query(req, "api_key");
+
+	if (t && *t)
+		return t;
+	t = http_header(req, "X-Secret-Key");
+	if (t && *t)
+		return t;
+	t = http_header(req, "Authorization");
+	if (t && strncasecmp(t, "Bearer ", 7) == 0)
+		t += 7;
+	return t && *t ? t : NULL;
+}
+
+/* Whether the Agent host_id belongs to the InfraEnv infra_env_id. */
+static bool host_in_infraenv(struct hub *h, const char *infra_env_id, const char *host_id)
+{
+	json_t *ie = NULL, *agent = NULL;
+	struct hub_event_ref ref;
+	bool ok = false;
+	ah_err err;
+
+	if (hub_find_infraenv(h, infra_env_id, &ie) < 0)
+		return false;
+	if (kube_get(h->api, h->k_agent, jstr(json_object_get(ie, "metadata"), "namespace"), host_id, &agent,
+		     &err) == 0) {
+		hub_event_ref_agent(agent, NULL, &ref);
+		ok = streq(ref.infra_env_id, infra_env_id);
+	}
+	json_decref(agent);
+	json_decref(ie);
+	return ok;
+}
+
+/* backend.md §9: a URL token opens only the events of what it names. */
+static bool scope_ok(struct hub *h, const json_t *claims, const struct ev_query *q)
+{
+	const char *cid = jstr(claims, "cluster_id"), *iid = jstr(claims, "infra_env_id");
+	const json_t *v;
+	size_t i;
+
+	if (cid && q->cluster_id && strcmp(cid, q->cluster_id) == 0)
+		return true;
+	if (!iid)
+		return false;
+	if (q->infra_env_id)
+		return strcmp(iid, q->infra_env_id) == 0;
+	if (!json_array_size(q->host_ids))
+		return false;
+	json_array_foreach(q->host_ids, i, v)
+		if (!host_in_infraenv(h, iid, json_string_value(v)))
+			return false;
+	return true;
+}
+
+static enum MHD_Result serve_events(struct hub *h, struct http_req *req)
+{
+	const struct kube_kind *k = kube_registry_by_kind(h->reg, "v1", "Event");
+	struct ev_query q = { 0 };
+	struct list_ctx lc = { .q = &q };
+	const char *token = request_token(req), *s;
+	json_t *claims = NULL, *body = NULL, **rows = NULL;
+	long counts[4] = { 0 }, total = 0;
+	static const char *const sevs[] = { HUB_EV_INFO, HUB_EV_WARNING, HUB_EV_ERROR, HUB_EV_CRITICAL };
+	struct MHD_Response *resp;
+	enum MHD_Result res;
+	char *text, num[32];
+	size_t i, n;
+	ah_err err;
+
+	if (!token || strlen(token) > JWT_TOKEN_MAX || jwt_verify(h->keys, token, &claims, &err) < 0)
+		return reply_error(req, 401, "Unauthorized");
+	q.cluster_id = http_query(req, "cluster_id");
+	q.infra_env_id = http_query(req, "infra_env_id");
+	q.message = http_query(req, "message");
+	q.host_ids = json_array();
+	q.severities = json_array();
+	q.categories = json_array();
+	q.limit = EVENTS_LIMIT_DEFAULT;
+	if (q.cluster_id && !*q.cluster_id)
+		q.cluster_id = NULL;
+	if (q.infra_env_id && !*q.infra_env_id)
+		q.infra_env_id = NULL;
+	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+	s = http_query(req, "cluster_level");
+	q.cluster_level = s && strcmp(s, "true") == 0;
+	s = http_query(req, "order");
+	if (s && strcmp(s, "descending") != 0 && strcmp(s, "ascending") != 0) {
+		res = reply_error(req, 400, "order: must be ascending or descending");
+		goto out;
+	}
+	q.descending = s && strcmp(s, "descending") == 0;
+	s = http_query(req, "limit");
+	if (s) {
+		char *end;
+
+		q.limit = strtol(s, &end, 10);
+		if (*end || !*s || q.limit < -1) {
+			res = reply_error(req, 400, "limit: must be an integer, -1 for no limit");
+			goto out;
+		}
+	}
+	s = http_query(req, "offset");
+	if (s) {
+		char *end;
+
+		q.offset = strtol(s, &end, 10);
+		if (*end || !*s || q.offset < 0) {
+			res = reply_error(req, 400, "offset: must be a non-negative integer");
+			goto out;
+		}
+	}
+	for (i = 0; i < json_array_size(q.severities); i++) {
+		if (!severity_valid(json_string_value(json_array_get(q.severities, i)))) {
+			res = reply_error(req, 400, "severities: each must be info, warning, error or critical");
+			goto out;
+		}
+	}
+	if (!scope_ok(h, claims, &q)) {
+		res = reply_error(req, 401, "Unauthorized");
+		goto out;
+	}
+	lc.out = json_array();
+	lc.needle = q.cluster_id ? q.cluster_id : q.infra_env_id ? q.infra_env_id :
+		    json_array_size(q.host_ids) == 1 && !q.cluster_level ?
+		    json_string_value(json_array_get(q.host_ids, 0)) : NULL;
+	if (!k || store_list(h->store, k->store_key, NULL, NULL, NULL, list_visit, &lc, NULL) < 0) {
+		json_decref(lc.out);
+		res = reply_error(req, 500, "listing events failed");
+		goto out;
+	}
+	n = json_array_size(lc.out);
+	rows = n ? calloc(n, sizeof(*rows)) : NULL;
+	if (n && !rows) {
+		json_decref(lc.out);
+		res = MHD_NO;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		rows[i] = json_array_get(lc.out, i);
+	if (n)
+		qsort(rows, n, sizeof(*rows), cmp_rows);
+	body = json_array();
+	for (i = 0; i < n; i++) {
+		json_t *up = json_array_get(rows[q.descending ? n - 1 - i : i], 2), *ev;
+		const char *sev = jstr(up, "severity");
+		size_t j;
+
+		for (j = 0; j < 4; j++)
+			if (streq(sev, sevs[j]))
+				counts[j]++;
+		if (json_array_size(q.severities) && !in_array(q.severities, sev))
+			continue;
+		total++;
+		if (total <= q.offset || (q.limit >= 0 && (long)json_array_size(body) >= q.limit))
+			continue;
+		ev = json_deep_copy(up);
+		json_object_del(ev, "category");
+		json_array_append_new(body, ev);
+	}
+	free(rows);
+	json_decref(lc.out);
+	/* Keys in upstream's (alphabetical) order. */
+	text = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+	resp = text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE) : NULL;
+	if (!resp) {
+		free(text);
+		res = MHD_NO;
+		goto out;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+	snprintf(num, sizeof(num), "%ld", counts[0]);
+	MHD_add_response_header(resp, "Severity-Count-Info", num);
+	snprintf(num, sizeof(num), "%ld", counts[1]);
+	MHD_add_response_header(resp, "Severity-Count-Warning", num);
+	snprintf(num, sizeof(num), "%ld", counts[2]);
+	MHD_add_response_header(resp, "Severity-Count-Error", num);
+	snprintf(num, sizeof(num), "%ld", counts[3]);
+	MHD_add_response_header(resp, "Severity-Count-Critical", num);
+	snprintf(num, sizeof(num), "%ld", total);
+	MHD_add_response_header(resp, "Event-Count", num);
+	res = MHD_queue_response(req->conn, 200, resp);
+	MHD_destroy_response(resp);
+out:
+	json_decref(body);
+	json_decref(claims);
+	json_decref(q.host_ids);
+	json_decref(q.severities);
+	json_decref(q.categories);
+	return res;
+}
+
+enum MHD_Result hub_events_api(struct hub *h, struct http_req *req, bool *handled)
+{
+	*handled = false;
+	if (strcmp(req->path, API_PREFIX "/events") != 0 || strcmp(req->method, "GET") != 0)
+		return MHD_NO;
+	*handled = true;
+	return serve_events(h, req);
+}

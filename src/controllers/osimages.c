@@ -1,0 +1,450 @@
+/* osimages.c - the base ISOs of --os-images: local files, or http(s) URLs
+ * downloaded once into <data-dir>/os-images/<sha256 of the URL>.iso.
+ *
+ * A download runs in one background thread (so start-up never waits on the
+ * network, and at most one download runs at a time), writes <file>.part,
+ * checks that the result is an ISO with an Ignition embed area, and only
+ * then renames it into place: a crash leaves either nothing or a complete,
+ * verified file.  A failed try is retried with exponential back-off; until
+ * an image is ready its InfraEnvs report why on their ImageCreated condition,
+ * and every InfraEnv is queued again after each try so that the condition
+ * follows. */
+#include "hub-internal.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/util.h"
+#include "image/iso.h"
+
+#define RETRY_MIN_MS 1000
+#define RETRY_MAX_MS (5 * 60 * 1000)
+/* No CoreOS live ISO comes near this; a bound keeps a wrong URL from
+ * filling the disk. */
+#define OS_IMAGE_MAX_BYTES (32ll * 1024 * 1024 * 1024)
+
+static bool is_remote(const char *url)
+{
+	return strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0;
+}
+
+/* scheme://host[:port]/path of a URL: no user info, no query (either may
+ * carry a credential), for messages and logs. */
+static void url_redacted(const char *url, char *buf, size_t size)
+{
+	const char *host = strstr(url, "://"), *path, *at, *end;
+
+	if (!host) {
+		snprintf(buf, size, "%s", url);
+		return;
+	}
+	host += 3;
+	path = host + strcspn(host, "/?#");
+	at = memchr(host, '@', (size_t)(path - host));
+	if (at)
+		host = at + 1;
+	end = path + strcspn(path, "?#");
+	snprintf(buf, size, "%.*s%.*s%.*s", (int)(strstr(url, "://") + 3 - url), url,
+		 (int)(path - host), host, (int)(end - path), path);
+}
+
+/* The embed area length of the ISO at path; 0 and a message if it has none. */
+static uint64_t check_iso(const char *path, ah_err *err)
+{
+	struct iso_area a;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		ah_err_set(err, errno, 500, "InternalError", "cannot open %s: %s", path, strerror(errno));
+		return 0;
+	}
+	if (iso_find_embed_area(fd, &a, err) < 0 || a.length == 0) {
+		close(fd);
+		if (err && !err->message[0])
+			ah_err_set(err, EINVAL, 500, "InternalError", "no Ignition embed area");
+		return 0;
+	}
+	close(fd);
+	return a.length;
+}
+
+static int cache_path(const char *data_dir, const char *url, char **ret)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	char hex[65];
+	int i;
+
+	if (!EVP_Digest(url, strlen(url), md, &mdlen, EVP_sha256(), NULL) || mdlen < 32)
+		return -EIO;
+	for (i = 0; i < 32; i++)
+		sprintf(hex + 2 * i, "%02x", md[i]);
+	return asprintf(ret, "%s/os-images/%s.iso", data_dir, hex) < 0 ? -ENOMEM : 0;
+}
+
+/* --- one download ------------------------------------------------------------ */
+
+struct fetch {
+	struct hub *h;
+	int fd;
+	int write_errno;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct fetch *f = userdata;
+	size_t len = size * nmemb, done = 0;
+
+	while (done < len) {
+		ssize_t n = write(f->fd, ptr + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			f->write_errno = n < 0 ? errno : EIO;
+			return 0; /* curl aborts with CURLE_WRITE_ERROR */
+		}
+		done += (size_t)n;
+	}
+	return len;
+}
+
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct fetch *f = userdata;
+	bool stop;
+
+	pthread_mutex_lock(&f->h->os_lock);
+	stop = f->h->os_stop;
+	pthread_mutex_unlock(&f->h->os_lock);
+	return stop ? 1 : 0;
+}
+
+static void fsync_dir(const char *file)
+{
+	char dir[4096];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", file);
+	if (strrchr(dir, '/'))
+		*strrchr(dir, '/') = '\0';
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/* Download url into path (through path.part); 0, or a message in err. */
+static int download(struct hub *h, const char *url, const char *path, uint64_t *ret_area_len,
+		    ah_err *err)
+{
+	struct fetch f = { .h = h, .fd = -1 };
+	char curl_msg[CURL_ERROR_SIZE] = "", shown[1024], *part = NULL;
+	long code = 0;
+	CURL *c;
+	CURLcode cr;
+	int r = 0;
+
+	url_redacted(url, shown, sizeof(shown));
+	if (asprintf(&part, "%s.part", path) < 0)
+		return -ENOMEM;
+	f.fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (f.fd < 0) {
+		r = ah_err_set(err, errno, 500, "InternalError", "cannot create %s: %s", part, strerror(errno));
+		free(part);
+		return r;
+	}
+	c = curl_easy_init();
+	if (!c) {
+		close(f.fd);
+		unlink(part);
+		free(part);
+		return -ENOMEM;
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_msg);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#endif
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+	/* A stalled transfer (under 1 KiB/s for a minute) is a failed try. */
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+	curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)OS_IMAGE_MAX_BYTES);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &f);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, &f);
+	cr = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	if (cr == CURLE_OK && fsync(f.fd) < 0)
+		f.write_errno = errno;
+	close(f.fd);
+	if (cr != CURLE_OK) {
+		if (f.write_errno)
+			r = ah_err_set(err, EIO, 500, "InternalError", "download of %s failed: writing %s: %s",
+				       shown, part, strerror(f.write_errno));
+		else
+			r = ah_err_set(err, EIO, 502, "InternalError", "download of %s failed: %s", shown,
+				       curl_msg[0] ? curl_msg : curl_easy_strerror(cr));
+	} else if (f.write_errno) {
+		r = ah_err_set(err, EIO, 500, "InternalError", "download of %s failed: writing %s: %s", shown,
+			       part, strerror(f.write_errno));
+	} else {
+		ah_err e2;
+
+		ah_err_clear(&e2);
+		*ret_area_len = check_iso(part, &e2);
+		if (!*ret_area_len)
+			r = ah_err_set(err, EINVAL, 502, "InternalError",
+				       "%s is not a CoreOS live ISO with an Ignition embed area: %s", shown,
+				       e2.message);
+		else if (rename(part, path) < 0)
+			r = ah_err_set(err, errno, 500, "InternalError", "rename %s: %s", part, strerror(errno));
+		else
+			fsync_dir(path);
+	}
+	if (r < 0)
+		unlink(part);
+	free(part);
+	return r;
+}
+
+/* --- the download thread ----------------------------------------------------- */
+
+static int requeue_visit(const store_obj *so, void *userdata)
+{
+	hub_enqueue(userdata, "infraenv", so->ns, so->name);
+	return 0;
+}
+
+static void *fetch_main(void *arg)
+{
+	struct hub *h = arg;
+
+	pthread_mutex_lock(&h->os_lock);
+	while (!h->os_stop) {
+		int64_t now = util_mono_ms(), next = INT64_MAX;
+		struct os_image *due = NULL;
+		uint64_t area_len = 0;
+		char *url, *path;
+		ah_err err;
+		size_t i;
+		int r;
+
+		for (i = 0; i < h->n_os_images && !due; i++) {
+			struct os_image *o = &h->os_images[i];
+
+			if (!o->remote || o->ready)
+				continue;
+			if (o->retry_at_ms <= now)
+				due = o;
+			else if (o->retry_at_ms < next)
+				next = o->retry_at_ms;
+		}
+		if (!due && next == INT64_MAX)
+			break; /* all downloaded */
+		if (!due) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += (next - now) / 1000;
+			ts.tv_nsec += ((next - now) % 1000) * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&h->os_cond, &h->os_lock, &ts);
+			continue;
+		}
+		url = strdup(due->url);
+		path = strdup(due->path);
+		pthread_mutex_unlock(&h->os_lock);
+
+		ah_err_clear(&err);
+		if (!url || !path)
+			r = ah_err_set(&err, ENOMEM, 500, "InternalError", "out of memory");
+		else
+			r = download(h, url, path, &area_len, &err);
+
+		pthread_mutex_lock(&h->os_lock);
+		if (h->os_stop) {
+			free(url);
+			free(path);
+			break;
+		}
+		/* Entries naming the same URL share the file. */
+		for (i = 0; i < h->n_os_images; i++) {
+			struct os_image *o = &h->os_images[i];
+			int64_t delay;
+
+			if (!o->remote || o->ready || (o != due && (!url || strcmp(o->url, url) != 0)))
+				continue;
+			free(o->fetch_error);
+			o->fetch_error = NULL;
+			if (r == 0) {
+				o->ready = true;
+				o->area_len = area_len;
+				continue;
+			}
+			o->attempts++;
+			delay = RETRY_MIN_MS;
+			for (int k = 1; k < o->attempts && delay < RETRY_MAX_MS; k++)
+				delay *= 2;
+			if (delay > RETRY_MAX_MS)
+				delay = RETRY_MAX_MS;
+			o->retry_at_ms = util_mono_ms() + delay;
+			o->fetch_error = strdup(err.message);
+		}
+		pthread_mutex_unlock(&h->os_lock);
+		if (r == 0)
+			log_info("OS image %s downloaded into %s", due->version, path);
+		else
+			log_warn("OS image %s: %s", due->version, err.message);
+		free(url);
+		free(path);
+		/* The InfraEnvs waiting on it show the news (or the failure). */
+		store_list(h->store, h->k_infraenv->store_key, NULL, NULL, NULL, requeue_visit, h, NULL);
+		pthread_mutex_lock(&h->os_lock);
+	}
+	pthread_mutex_unlock(&h->os_lock);
+	return NULL;
+}
+
+int hub_os_images_start(struct hub *h, ah_err *err)
+{
+	pthread_condattr_t ca;
+	bool pending = false;
+	char dir[4096];
+	size_t i;
+	int r;
+
+	pthread_mutex_init(&h->os_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->os_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	h->os_init = true;
+	for (i = 0; i < h->n_os_images; i++) {
+		struct os_image *o = &h->os_images[i];
+		ah_err e2;
+
+		if (!o->url)
+			return -ENOMEM;
+		ah_err_clear(&e2);
+		if (!is_remote(o->url)) {
+			o->path = strdup(o->url);
+			if (!o->path)
+				return -ENOMEM;
+			/* A local file is read as it is at each download; an
+			 * unreadable one is reported there. */
+			o->area_len = check_iso(o->path, &e2);
+			continue;
+		}
+		o->remote = true;
+		if (!h->cfg.data_dir)
+			return ah_err_set(err, EINVAL, 0, "", "OS image %s: a URL needs a data directory",
+					  o->version);
+		r = cache_path(h->cfg.data_dir, o->url, &o->path);
+		if (r < 0)
+			return r;
+		o->area_len = check_iso(o->path, &e2);
+		if (o->area_len) {
+			o->ready = true; /* downloaded by an earlier run */
+			continue;
+		}
+		if (access(o->path, F_OK) == 0)
+			unlink(o->path); /* not ours, or damaged: fetch it again */
+		pending = true;
+	}
+	if (!pending)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/os-images", h->cfg.data_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return ah_err_set(err, errno, 0, "", "cannot create %s: %s", dir, strerror(errno));
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return ah_err_set(err, EIO, 0, "", "libcurl initialisation failed");
+	if (pthread_create(&h->os_thread, NULL, fetch_main, h) != 0) {
+		curl_global_cleanup();
+		return ah_err_set(err, EAGAIN, 0, "", "cannot start the OS image download thread");
+	}
+	h->os_started = true;
+	return 0;
+}
+
+void hub_os_images_stop(struct hub *h)
+{
+	size_t i;
+
+	if (h->os_started) {
+		pthread_mutex_lock(&h->os_lock);
+		h->os_stop = true;
+		pthread_cond_signal(&h->os_cond);
+		pthread_mutex_unlock(&h->os_lock);
+		pthread_join(h->os_thread, NULL);
+		curl_global_cleanup();
+		h->os_started = false;
+	}
+	for (i = 0; i < h->n_os_images; i++) {
+		free(h->os_images[i].path);
+		free(h->os_images[i].fetch_error);
+		h->os_images[i].path = h->os_images[i].fetch_error = NULL;
+	}
+	if (h->os_init) {
+		pthread_mutex_destroy(&h->os_lock);
+		pthread_cond_destroy(&h->os_cond);
+		h->os_init = false;
+	}
+}
+
+int hub_os_image_ready(struct hub *h, const struct os_image *os, uint64_t *ret_area_len, char *msg,
+		       size_t size)
+{
+	char shown[1024];
+
+	if (!os->remote) {
+		if (ret_area_len)
+			*ret_area_len = os->area_len;
+		if (!os->path)
+			snprintf(msg, size, "OS image %s (%s) has no file", os->version, os->cpu_architecture);
+		return os->path ? 0 : -ENOENT;
+	}
+	pthread_mutex_lock(&h->os_lock);
+	if (os->ready) {
+		if (ret_area_len)
+			*ret_area_len = os->area_len;
+		pthread_mutex_unlock(&h->os_lock);
+		return 0;
+	}
+	url_redacted(os->url, shown, sizeof(shown));
+	if (!os->fetch_error) {
+		snprintf(msg, size, "OS image %s (%s) is being downloaded from %s", os->version,
+			 os->cpu_architecture, shown);
+	} else {
+		/* No countdown: the message changes only when a try ends, so
+		 * reconciling in between writes nothing. */
+		snprintf(msg, size,
+			 "OS image %s (%s) is being downloaded from %s: attempt %d failed: %s; retrying with back-off",
+			 os->version, os->cpu_architecture, shown, os->attempts, os->fetch_error);
+	}
+	pthread_mutex_unlock(&h->os_lock);
+	return -EAGAIN;
+}
