@@ -21,7 +21,7 @@
 #   BENCH_HOSTS=10000        hosts of the big run (also the steady-state fleet)
 #   BENCH_HOSTS_FIRST=1000   hosts of the first run (0 skips it)
 #   BENCH_CPU_WINDOW=60      seconds of the CPU window
-#   BENCH_SETTLE=15          seconds between "all known-unbound" and the window
+#   BENCH_SETTLE=5           seconds between "every host polled twice" and the window
 #   BENCH_INFLIGHT=256       simulator: requests in flight at once
 #   BENCH_RAMP=0             simulator: seconds over which the hosts boot
 #   BENCH_REG_TIMEOUT=900    seconds a registration run may take
@@ -43,7 +43,7 @@ BUILD=${BUILD:-build}
 HOSTS=${BENCH_HOSTS:-10000}
 HOSTS_FIRST=${BENCH_HOSTS_FIRST:-1000}
 CPU_WINDOW=${BENCH_CPU_WINDOW:-60}
-SETTLE=${BENCH_SETTLE:-15}
+SETTLE=${BENCH_SETTLE:-5}
 INFLIGHT=${BENCH_INFLIGHT:-256}
 RAMP=${BENCH_RAMP:-0}
 REG_TIMEOUT=${BENCH_REG_TIMEOUT:-900}
@@ -187,6 +187,24 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # utime + stime (no f
 
 result() { echo "$*" | tee -a "$OUT"; }
 
+# sim_counter NAME: a counter from the simulator's last status line.
+sim_counter() {
+	local v
+	v=$(grep 'simulate: t=' "$sim_log" | tail -n 1 | grep -o " $1=[0-9]*" | cut -d= -f2) || true
+	echo "${v:-0}"
+}
+# sim_status_now NAME: asks the simulator for a status line (SIGUSR1), then reads NAME from it.
+sim_status_now() {
+	local n
+	n=$(grep -c 'simulate: t=' "$sim_log" || true)
+	kill -USR1 "$sim_pid"
+	for _ in $(seq 50); do
+		(($(grep -c 'simulate: t=' "$sim_log" || true) > n)) && break
+		sleep 0.1
+	done
+	sim_counter "$1"
+}
+
 read -r AH_PORT NGINX_PORT < <(free_ports 2)
 
 # ---- the ISOs ----
@@ -323,20 +341,40 @@ if wants hosts; then
 	KNOWN_SECONDS_BIG=${KNOWN_S:-}
 
 	# ---- (b) steady-state CPU ----
+	# Steady state = every host back in its 60 s cycle: its first round
+	# (register, GET, replies) is over and it has polled again at least
+	# once (the simulator's instructions counter reaches 2N).  Until then
+	# the hub may still be working off the registration burst.
 	if ((FAILED == 0)); then
-		say "steady state: settling ${SETTLE}s, then measuring hub CPU over ${CPU_WINDOW}s ($HOSTS hosts polling every 60 s)"
-		sleep "$SETTLE"
+		sim_pid=${SIM_PIDS[-1]}
 		sim_log=$WORK/sim-$HOSTS.log
+		say "steady state: waiting for all $HOSTS hosts to poll a second time"
+		sim_gets=0
+		for _ in $(seq "$REG_TIMEOUT"); do
+			kill -USR1 "$sim_pid"
+			sleep 1
+			sim_gets=$(sim_counter instructions)
+			((sim_gets >= 2 * HOSTS)) && break
+		done
+		((sim_gets >= 2 * HOSTS)) || { result "steady_state FAILED: the hosts did not poll twice within ${REG_TIMEOUT}s"; FAILED=1; }
+	fi
+	if ((FAILED == 0)); then
+		say "steady state: settling ${SETTLE}s, then measuring hub CPU over ${CPU_WINDOW}s ($HOSTS hosts polling at the hub's interval)"
+		sleep "$SETTLE"
+		g0=$(sim_status_now instructions)
 		c0=$(cpu_ticks "$AH_PID")
 		t0=$(now)
 		sleep "$CPU_WINDOW"
 		c1=$(cpu_ticks "$AH_PID")
 		t1=$(now)
+		g1=$(sim_status_now instructions)
 		hz=$(getconf CLK_TCK)
-		CPU_PCT=$(awk -v c="$((c1 - c0))" -v hz="$hz" -v t="$(fsub "$t1" "$t0")" 'BEGIN { printf "%.1f", 100 * c / hz / t }')
-		last=$(grep 'simulate: t=' "$sim_log" | tail -n 1 | sed 's/^simulate: //')
-		result "steady_state hosts=$HOSTS window_s=$CPU_WINDOW hub_cpu_pct_of_one_core=$CPU_PCT load_avg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
-		result "  simulator at the end of the window: $last"
+		secs=$(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
+		CPU_PCT=$(awk -v c="$((c1 - c0))" -v hz="$hz" -v t="$secs" 'BEGIN { printf "%.1f", 100 * c / hz / t }')
+		gets=$((g1 - g0))
+		ms_per_get=$(awk -v c="$((c1 - c0))" -v hz="$hz" -v g="$gets" 'BEGIN { printf "%.2f", (g > 0 ? 1000 * c / hz / g : 0) }')
+		result "steady_state hosts=$HOSTS window_s=$secs hub_cpu_pct_of_one_core=$CPU_PCT polls_in_window=$gets polls_per_s=$(fdiv "$gets" "$secs") hub_cpu_ms_per_poll=$ms_per_get load_avg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
+		result "  simulator at the end of the window: $(grep 'simulate: t=' "$sim_log" | tail -n 1 | sed 's/^simulate: //')"
 	fi
 	stop_pid "${SIM_PIDS[-1]}"
 
@@ -406,7 +444,7 @@ EOF
 		t1=$(now)
 		bytes=$(cat "$WORK"/stream-"$name"-*.out | awk '{ s += $1 } END { print s }')
 		[[ $bytes == $((size * ISO_CONC * ISO_REPEAT)) ]] || die "$name: got $bytes bytes, expected $((size * ISO_CONC * ISO_REPEAT))"
-		awk -v b="$bytes" -v t="$(fsub "$t1" "$t0")" 'BEGIN { printf "%.0f", b / 1048576 / t }'
+		awk -v b="$bytes" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", b / 1048576 / (t1 - t0) }'
 	}
 	best_hub=0
 	best_ng=0

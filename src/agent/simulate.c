@@ -116,11 +116,14 @@ struct sim {
 	unsigned npool;
 };
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, status_requested;
 
 static void on_signal(int sig)
 {
-	stop_requested = sig;
+	if (sig == SIGUSR1)
+		status_requested = 1;
+	else
+		stop_requested = sig;
 }
 
 static uint64_t fnv1a(const char *s)
@@ -581,6 +584,9 @@ static void on_register(struct sim *s, struct host *h, bool ok, bool transient, 
 	if (ok) {
 		if (h->state == SIM_UNREGISTERED)
 			set_state(s, h, SIM_DISCOVERY);
+		/* A new next-step runner starts with each registration: its reply cache is
+		 * empty, and the hub forgets what the last boot reported. */
+		dedup_flush(h);
 		if (!h->registered && (h->registered = true) && ++s->registered == s->o->hosts)
 			fprintf(stderr, "simulate: all %u hosts registered %.3f s after start (%.0f registrations/s)\n",
 				s->o->hosts, since(s, s->t0),
@@ -943,10 +949,11 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 		fprintf(stderr, "simulate: %u hosts from %u discovery images (host i boots image i %% %u)\n",
 			o->hosts, o->nsources, o->nsources);
 
-	stop_requested = 0;
+	stop_requested = status_requested = 0;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 	s.t0 = util_mono_ms();
 	next_status = s.t0 + (int64_t)(o->status_seconds ? o->status_seconds : 10) * 1000;
 	deadline = o->duration_seconds ? s.t0 + (int64_t)o->duration_seconds * 1000 : 0;
@@ -976,6 +983,10 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 				continue;
 			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&h);
 			on_done(&s, h, m->data.result);
+		}
+		if (status_requested) {
+			status_requested = 0;
+			print_status(&s);
 		}
 		if (now >= next_status) {
 			print_status(&s);

@@ -17,8 +17,8 @@
  * One thread, one event loop: libcurl's multi interface plus a timer heap; at most
  * max_inflight requests are in flight at once, so 10 000 hosts cost memory per host
  * (a few hundred bytes when idle) and nothing more.  A status line with the hosts per
- * state goes to stderr every status_seconds.  Runs until SIGINT/SIGTERM (or
- * duration_seconds), then returns 0.
+ * state and the requests by kind goes to stderr every status_seconds and on SIGUSR1.
+ * Runs until SIGINT/SIGTERM (or duration_seconds), then returns 0.
  *
  * Not thread-safe: one simulation per process (it installs signal handlers). */
 #ifndef AH_AGENT_SIMULATE_H

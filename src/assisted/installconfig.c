@@ -833,14 +833,61 @@ static bool plain_ok(const char *s)
 	return true;
 }
 
+/* Length of a character YAML cannot carry raw in a scalar at s (C0 controls
+ * but the line feed, DEL, the C1 controls U+0080-U+009F and the line/paragraph
+ * separators U+2028/U+2029, which parsers fold into line breaks), or 0. */
+static size_t yaml_special_len(const unsigned char *s)
+{
+	if ((*s < 0x20 && *s != '\n') || *s == 0x7f)
+		return 1;
+	if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f)
+		return 2;
+	if (s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9))
+		return 3;
+	return 0;
+}
+
+/* A double-quoted YAML scalar: every special character escaped. */
+static void yaml_double_quoted(strbuf *sb, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	strbuf_addch(sb, '"');
+	while (*p) {
+		size_t l = yaml_special_len(p);
+
+		if (*p == '"' || *p == '\\') {
+			strbuf_addch(sb, '\\');
+			strbuf_addch(sb, (char)*p);
+		} else if (*p == '\n') {
+			strbuf_adds(sb, "\\n");
+		} else if (*p == '\t') {
+			strbuf_adds(sb, "\\t");
+		} else if (l == 1) {
+			strbuf_addf(sb, "\\x%02X", *p);
+		} else if (l == 2) {
+			if (p[1] == 0x85)
+				strbuf_adds(sb, "\\N");
+			else
+				strbuf_addf(sb, "\\x%02X", p[1]);
+		} else if (l == 3) {
+			strbuf_adds(sb, p[2] == 0xa8 ? "\\L" : "\\P");
+		} else {
+			strbuf_addch(sb, (char)*p);
+		}
+		p += l ? l : 1;
+	}
+	strbuf_addch(sb, '"');
+}
+
 static void yaml_string(strbuf *sb, const char *s, int indent)
 {
 	bool ctrl = false, nl = strchr(s, '\n') != NULL;
 
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		if ((*p < 0x20 && *p != '\n') || *p == 0x7f)
+		if (yaml_special_len(p))
 			ctrl = true;
-	if (plain_ok(s)) {
+	if (!ctrl && plain_ok(s)) {
 		strbuf_adds(sb, s);
 	} else if (nl && !ctrl && s[0] != ' ' && s[0] != '\n') {
 		size_t n = strlen(s), trail = 0;
@@ -868,9 +915,7 @@ static void yaml_string(strbuf *sb, const char *s, int indent)
 		}
 		strbuf_addch(sb, '\'');
 	} else {
-		strbuf_addch(sb, '"');
-		strbuf_add_json_escaped(sb, s);
-		strbuf_addch(sb, '"');
+		yaml_double_quoted(sb, s);
 	}
 }
 

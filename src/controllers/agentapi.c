@@ -621,10 +621,6 @@ static int sync_labels(struct hub *h, const json_t *agent, const json_t *inv)
 static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host, const ah_err *spec_err,
 			  bool cas);
 
-static int sync_agent(struct hub *h, const json_t *agent, const json_t *host, const ah_err *spec_err)
-{
-	return sync_agent_cas(h, agent, host, spec_err, false);
-}
 
 /* One event per state change of the host (backend.md §8). */
 static void host_status_event(struct hub *h, const json_t *agent, const json_t *host)
@@ -665,7 +661,9 @@ static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host
 					    json_pack("{s:s}", "resourceVersion",
 						      jstr(meta, "resourceVersion") ? jstr(meta, "resourceVersion") : ""));
 		r = kube_patch(h->api, h->k_agent, ns, name, "application/merge-patch+json", patch, &o, &ret, &err);
-		if (r < 0 && !(cas && (r == -ESTALE || err.status == 409)))
+		if (r < 0 && cas && (r == -ESTALE || err.status == 409))
+			r = -ESTALE;
+		else if (r < 0)
 			log_warn("agent %s/%s: status update: %s", ns, name, err.message);
 		if (r == 0)
 			host_status_event(h, agent, host);
@@ -721,8 +719,11 @@ static void refresh_host(struct hub *h, json_t *host, const struct host_cluster 
 /* One pass over a host: apply the Agent's spec, run the state machine when
  * asked (or when the spec changed the host, so validations follow at once),
  * and write what the Agent shows if it differs. */
-static void host_pass_in(struct hub *h, const json_t *agent, json_t *host, bool refresh,
-			 const struct host_cluster *hc)
+/* The pass writes only over the Agent it read (compare-and-swap): the
+ * cluster controller moves hosts too, and a pass must never undo what it
+ * wrote in between.  -ESTALE then; the next poll recomputes. */
+static int host_pass_in(struct hub *h, const json_t *agent, json_t *host, bool refresh,
+			const struct host_cluster *hc)
 {
 	ah_err err;
 	bool failed = false;
@@ -730,7 +731,7 @@ static void host_pass_in(struct hub *h, const json_t *agent, json_t *host, bool 
 
 	if (refresh || changed)
 		refresh_host(h, host, hc);
-	sync_agent(h, agent, host, failed ? &err : NULL);
+	return sync_agent_cas(h, agent, host, failed ? &err : NULL, true);
 }
 
 static void host_pass(struct hub *h, const json_t *agent, json_t *host, bool refresh)
@@ -787,7 +788,8 @@ static int parse_json_body(struct http_req *req, json_t **ret)
 static void save_facts(struct hub *h, const json_t *ie, const char *host_id, const json_t *host)
 {
 	static const char *transient[] = { "ntp_sources", "domain_resolutions", "connectivity",
-					   "disks_info", "images_status", "discovery_agent_version", NULL };
+					   "disks_info", "images_status", "discovery_agent_version", "timestamp",
+					   NULL };
 	const json_t *meta = json_object_get(ie, "metadata");
 	struct host_lease *l;
 	int i;
@@ -932,6 +934,16 @@ static enum MHD_Result do_instructions(struct hub *h, struct http_req *req, cons
 
 	if (load_host(h, ie, host_id, &agent, &host) < 0)
 		return api_error(req, 404, "host %s not found", host_id);
+	/* The host's clock (?timestamp=<unix s>) for time-synced-between-host-and-service. */
+	if (http_query(req, "timestamp")) {
+		char *end;
+		long long ts = strtoll(http_query(req, "timestamp"), &end, 10);
+
+		if (!*end && ts > 0) {
+			json_object_set_new(host, "timestamp", json_integer(ts));
+			save_facts(h, ie, host_id, host);
+		}
+	}
 	host_cluster_load(h, agent, host, &hc);
 	host_pass_in(h, agent, host, true, &hc);
 	sctx.cluster = hc.cluster;
@@ -979,27 +991,39 @@ static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const 
 	return http_reply(req, 204, NULL, "", 0);
 }
 
-/* PUT .../hosts/{id}/progress (backend.md §6): the install stages. */
+/* PUT .../hosts/{id}/progress (backend.md §6): the install stages.  A
+ * report is never lost to a concurrent write of the Agent: on a conflict
+ * it is applied again to the Agent as it is now. */
 static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
 {
 	json_t *agent = NULL, *host = NULL, *body = NULL;
-	struct host_cluster hc;
+	struct host_cluster hc = { 0 };
 	bool changed = false;
 	enum MHD_Result res;
+	int r = -ESTALE, attempt;
 	ah_err err;
-	int r;
 
 	if (parse_json_body(req, &body) < 0 || !json_is_object(body))
 		return api_error(req, 400, "invalid progress: expected a JSON object");
-	if (load_host(h, ie, host_id, &agent, &host) < 0) {
-		json_decref(body);
-		return api_error(req, 404, "host %s not found", host_id);
-	}
-	host_cluster_load(h, agent, host, &hc);
 	ah_err_clear(&err);
-	r = host_progress_changed(host, body, hc.cluster, time(NULL), &changed, &err);
-	if (r < 0) {
+	for (attempt = 0; attempt < 8 && r == -ESTALE; attempt++) {
+		json_decref(agent);
+		json_decref(host);
+		host_cluster_release(&hc);
+		agent = host = NULL;
+		if (load_host(h, ie, host_id, &agent, &host) < 0) {
+			json_decref(body);
+			return api_error(req, 404, "host %s not found", host_id);
+		}
+		host_cluster_load(h, agent, host, &hc);
+		r = host_progress_changed(host, body, hc.cluster, time(NULL), &changed, &err);
+		if (r == 0)
+			r = host_pass_in(h, agent, host, false, &hc) == -ESTALE ? -ESTALE : 0;
+	}
+	if (r < 0 && r != -ESTALE) {
 		res = api_error(req, err.status ? (unsigned)err.status : 400, "%s", err.message);
+	} else if (r == -ESTALE) {
+		res = api_error(req, 503, "host %s is being updated, try again", host_id);
 	} else {
 		if (changed) {
 			struct hub_event_ref ref;
@@ -1011,7 +1035,6 @@ static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const js
 				  "Host: %s, reached installation stage %s", hn ? hn : host_id,
 				  jstr(json_object_get(host, "progress"), "current_stage"));
 		}
-		host_pass_in(h, agent, host, false, &hc);
 		res = http_reply_json(req, 200, host);
 	}
 	host_cluster_release(&hc);

@@ -17,6 +17,7 @@
  * CD.  Writes happen only where something differs. */
 #include "hub-internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -1099,19 +1100,31 @@ static void maybe_start(struct hub *h, struct cluster_ctx *c, int64_t now)
 	}
 }
 
-/* After the cluster moved to installing, its prepared hosts follow (#5). */
+/* The hosts follow their cluster: while it prepares, a known host (one
+ * whose move was lost to a concurrent write, or that came back) is given
+ * its role and prepared too (#2); once it installs, prepared hosts start
+ * (#5).  The roles assigned at the start live in the Agents' status.role
+ * and status.bootstrap, so assigning again keeps them. */
 static void start_hosts(struct cluster_ctx *c, int64_t now)
 {
 	static const char *const prepared[] = { "preparing-successful", NULL };
+	static const char *const known[] = { "known", NULL };
+	bool preparing = streq(jstr(c->cluster, "status"), "preparing-for-installation");
+	bool assigned = false;
 	json_t *host;
 	ah_err err;
 	size_t i;
 
-	if (!streq(jstr(c->cluster, "status"), "installing"))
-		return;
-	json_array_foreach(c->hosts, i, host)
-		if (host_in(host, prepared))
+	json_array_foreach(c->hosts, i, host) {
+		if (preparing && host_in(host, known)) {
+			if (!assigned && cluster_assign_roles(c->cluster, c->hosts, &err) < 0)
+				return;
+			assigned = true;
+			host_install(host, c->cluster, now, &err);
+		} else if (streq(jstr(c->cluster, "status"), "installing") && host_in(host, prepared)) {
 			host_start_installing(host, c->cluster, now, &err);
+		}
+	}
 }
 
 /* Day-2 (§4.3 step 9): every known, approved host of an installed cluster
@@ -1131,6 +1144,137 @@ static void install_day2(struct cluster_ctx *c, int64_t now)
 			continue;
 		host_install(host, c->cluster, now, &err);
 	}
+}
+
+/* --- connectivity majority groups (backend §2.1, the pre-install monitor) --- */
+
+/* Whether addr (no prefix) lies in cidr "a.b.c.d/n" or an IPv6 one. */
+static bool addr_in_cidr(const char *addr, const char *cidr)
+{
+	unsigned char a[16], n[16];
+	char net[64], ip[64];
+	const char *slash = cidr ? strchr(cidr, '/') : NULL;
+	int af, bits, i;
+
+	if (!addr || !slash || (size_t)(slash - cidr) >= sizeof(net))
+		return false;
+	memcpy(net, cidr, (size_t)(slash - cidr));
+	net[slash - cidr] = '\0';
+	snprintf(ip, sizeof(ip), "%s", addr);
+	if (strchr(ip, '/'))
+		*strchr(ip, '/') = '\0';
+	af = strchr(net, ':') ? AF_INET6 : AF_INET;
+	bits = atoi(slash + 1);
+	if (inet_pton(af, net, n) != 1 || inet_pton(af, ip, a) != 1 || bits < 0 || bits > (af == AF_INET ? 32 : 128))
+		return false;
+	for (i = 0; i < bits; i++)
+		if (((a[i / 8] >> (7 - i % 8)) & 1) != ((n[i / 8] >> (7 - i % 8)) & 1))
+			return false;
+	return true;
+}
+
+/* Whether host a reported a working path to host b: over L2 from an address
+ * in cidr, or (cidr NULL) over L3 to an address of family v6 or v4. */
+static bool reaches(const json_t *conn, const char *b, const char *cidr, bool v6)
+{
+	json_t *rh, *e;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(conn, "remote_hosts"), i, rh) {
+		if (!streq(jstr(rh, "host_id"), b))
+			continue;
+		if (cidr) {
+			json_array_foreach(json_object_get(rh, "l2_connectivity"), j, e)
+				if (json_is_true(json_object_get(e, "successful")) &&
+				    addr_in_cidr(jstr(e, "outgoing_ip_address"), cidr))
+					return true;
+		} else {
+			json_array_foreach(json_object_get(rh, "l3_connectivity"), j, e)
+				if (json_is_true(json_object_get(e, "successful")) && jstr(e, "remote_ip_address") &&
+				    (strchr(jstr(e, "remote_ip_address"), ':') != NULL) == v6)
+					return true;
+		}
+	}
+	return false;
+}
+
+/* The largest group of hosts that all reach each other (greedy: drop the
+ * least connected until the rest is a full mesh); fewer than 3 → empty. */
+static json_t *mesh_group(json_t *const *conns, const char *const *ids, size_t n, const char *cidr, bool v6)
+{
+	bool *in = calloc(n ? n : 1, sizeof(*in));
+	json_t *out = json_array();
+	size_t i, j, left = 0;
+
+	if (!in)
+		return out;
+	for (i = 0; i < n; i++)
+		left += (in[i] = conns[i] != NULL);
+	for (;;) {
+		size_t worst = n, worst_links = (size_t)-1;
+		bool mesh = true;
+
+		for (i = 0; i < n; i++) {
+			size_t links = 0;
+
+			if (!in[i])
+				continue;
+			for (j = 0; j < n; j++)
+				if (j != i && in[j] && reaches(conns[i], ids[j], cidr, v6) && reaches(conns[j], ids[i], cidr, v6))
+					links++;
+			if (links + 1 < left)
+				mesh = false;
+			if (links <= worst_links) {
+				worst_links = links;
+				worst = i;
+			}
+		}
+		if (mesh || worst == n)
+			break;
+		in[worst] = false;
+		left--;
+	}
+	if (left >= 3)
+		for (i = 0; i < n; i++)
+			if (in[i])
+				json_array_append_new(out, json_string(ids[i]));
+	free(in);
+	return out;
+}
+
+/* connectivity_majority_groups: per machine network CIDR (L2) and per
+ * family "IPv4"/"IPv6" (L3), the ids of the largest full-mesh group. */
+static void update_majority_groups(json_t *cluster, const json_t *hosts)
+{
+	size_t n = json_array_size(hosts), i;
+	json_t **conns = calloc(n ? n : 1, sizeof(*conns)), *groups = json_object(), *mn;
+	const char **ids = calloc(n ? n : 1, sizeof(*ids));
+	char *text;
+
+	if (!conns || !ids || !groups)
+		goto done;
+	for (i = 0; i < n; i++) {
+		const json_t *host = json_array_get(hosts, i), *c = json_object_get(host, "connectivity");
+
+		ids[i] = jstr_or(host, "id", "");
+		conns[i] = json_is_string(c) ? json_loads(json_string_value(c), 0, NULL) :
+			   json_is_object(c) ? json_incref((json_t *)c) : NULL;
+	}
+	json_array_foreach(json_object_get(cluster, "machine_networks"), i, mn)
+		if (jstr(mn, "cidr"))
+			json_object_set_new(groups, jstr(mn, "cidr"), mesh_group(conns, ids, n, jstr(mn, "cidr"), false));
+	json_object_set_new(groups, "IPv4", mesh_group(conns, ids, n, NULL, false));
+	json_object_set_new(groups, "IPv6", mesh_group(conns, ids, n, NULL, true));
+	text = json_dumps(groups, JSON_COMPACT | JSON_SORT_KEYS);
+	if (text)
+		json_object_set_new(cluster, "connectivity_majority_groups", json_string(text));
+	free(text);
+	for (i = 0; i < n; i++)
+		json_decref(conns[i]);
+done:
+	json_decref(groups);
+	free(conns);
+	free(ids);
 }
 
 /* Suggested roles, once every host has an inventory (backend §0). */
@@ -1316,6 +1460,7 @@ static bool active_state(const char *s)
 
 int hub_reconcile_cd(struct hub *h, const char *ns, const char *name)
 {
+	static const char *const pre_install[] = { "pending-for-input", "insufficient", "ready", NULL };
 	struct cluster_ctx c = { 0 };
 	struct cluster_refresh_ctx rctx = { 0 };
 	struct cluster_refresh_result res = { 0 };
@@ -1376,6 +1521,8 @@ int hub_reconcile_cd(struct hub *h, const char *ns, const char *name)
 		snprintf(src, sizeof(src), "%s", jstr_or(c.cluster, "status", ""));
 		hosts_before = json_deep_copy(c.hosts);
 		suggest_roles(&c);
+		if (!cluster_is_sno(c.cluster) && host_in(c.cluster, pre_install))
+			update_majority_groups(c.cluster, c.hosts);
 		rctx.now = now;
 		rctx.kubeconfig_uploaded = json_is_object(json_object_get(json_object_get(c.aci, "spec"), "clusterMetadata"));
 		if (cluster_refresh(c.cluster, c.hosts, &rctx, &res) == 0) {

@@ -153,7 +153,9 @@ int hub_infraenv_token(struct hub *h, const json_t *infraenv, char **ret, ah_err
  * best-effort: a failure is logged, never returned, so it can never fail or
  * block the caller's state write.  A repeat of the same event (same object,
  * name, severity and message) bumps the count and lastTimestamp of one Event
- * instead of adding another.  Thread-safe. */
+ * instead of adding another.  Events are owned by their object (garbage
+ * collected with it) and capped at 1000 distinct ones per object.  Each call
+ * is one or two store writes on the caller's thread.  Thread-safe. */
 #define HUB_EV_INFO "info"
 #define HUB_EV_WARNING "warning"
 #define HUB_EV_ERROR "error"
@@ -179,9 +181,11 @@ void hub_event(struct hub *h, const struct hub_event_ref *ref, const char *sever
 void hub_event_props(struct hub *h, const struct hub_event_ref *ref, const char *severity,
 		     const char *name, const char *category, const json_t *props, const char *fmt, ...)
 	__attribute__((format(printf, 7, 8)));
-/* Fill *ret from an object (kind, name, namespace, uid; the ids stay NULL)
- * or from an Agent (also host_id = its name, infra_env_id = the uid of its
- * InfraEnv owner; cluster_id as given, may be NULL).  *ret borrows from obj. */
+/* Fill *ret from an object (kind, name, namespace, uid; for an InfraEnv
+ * also infra_env_id = its uid; the other ids stay NULL) or from an Agent
+ * (also host_id = its name, infra_env_id = the uid of its InfraEnv owner;
+ * cluster_id as given, may be NULL).  *ret borrows from obj.
+ * Events carry no secrets: callers format messages from names and states. */
 void hub_event_ref_object(const json_t *obj, struct hub_event_ref *ret);
 void hub_event_ref_agent(const json_t *agent, const char *cluster_id, struct hub_event_ref *ret);
 /* One line per state change (backend.md §8):
@@ -264,6 +268,18 @@ int hub_static_net_parts(struct hub *h, const json_t *infraenv, json_t **ret_fil
 int hub_static_net_check_fit(struct hub *h, const json_t *infraenv,
 			     const struct discovery_params *params, const char *ign, size_t len,
 			     ah_err *err);
+/* last_build: what the last hub_build_ignition() on the calling thread
+ * learned, so its caller need not work it out again: 0 with *ret_hosts =
+ * the NMStateConfigs it selected for the InfraEnv uid and, when check_fit
+ * measured the very buffer ign/len that build returned, *ret_payload_len =
+ * its embed-area payload length (else 0); -ENOENT (both 0) when the last
+ * build on this thread was for another InfraEnv.  archive: the
+ * static-network-config download (image/nmstate.h nmstate_bundle_tar()) of
+ * the selected NMStateConfigs, *ret malloc'd; *ret NULL when none. */
+int hub_static_net_last_build(const char *uid, const char *ign, size_t len, size_t *ret_hosts,
+			      size_t *ret_payload_len);
+int hub_static_net_archive(struct hub *h, const json_t *infraenv, char **ret, size_t *ret_len,
+			   ah_err *err);
 void hub_nmstate_event(struct hub *h, const store_obj *so);
 
 #endif

@@ -2,7 +2,8 @@
  * as the base ISO with its Ignition payload overlaid at the embed area
  * (image.md §2.5), the PXE initrd with the payload appended, the raw boot
  * artifacts, and the signed files of $API/infra-envs/<id>/downloads/files
- * (the discovery Ignition and the iPXE script, image.md §3 and §5).
+ * (the discovery Ignition, the iPXE script and the static network config,
+ * image.md §3, §4.4 and §5).
  * Nothing is written per InfraEnv: every response reads the base ISO and
  * overlays the payload on the fly, so memory per download is O(1).  Range
  * (one range) and HEAD as Go's http.ServeContent does.  A payload the
@@ -405,10 +406,12 @@ enum MHD_Result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled)
 
 /* --- $API/infra-envs/<id>/downloads/files (image.md §3, §5) ---------------- */
 
-/* A small file, whole, as upstream's downloads: attachment; Last-Modified
- * = when the InfraEnv's image was generated (its createdTime). */
-static enum MHD_Result reply_file(struct http_req *req, const char *body, size_t len, const char *filename,
-				  const json_t *ie)
+/* A file, whole, as upstream's downloads: attachment; Last-Modified = when
+ * the InfraEnv's image was generated (its createdTime).  mode: whether the
+ * response copies body (MUST_COPY) or takes it over (MUST_FREE: a large
+ * body is not copied; it is freed even when this fails). */
+static enum MHD_Result reply_file_mode(struct http_req *req, char *body, size_t len, const char *filename,
+				       const json_t *ie, enum MHD_ResponseMemoryMode mode)
 {
 	const char *created = json_string_value(json_object_get(json_object_get(ie, "status"), "createdTime"));
 	struct MHD_Response *resp;
@@ -417,9 +420,12 @@ static enum MHD_Result reply_file(struct http_req *req, const char *body, size_t
 	time_t t = 0;
 	struct tm tm;
 
-	resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-	if (!resp)
+	resp = MHD_create_response_from_buffer(len, body, mode);
+	if (!resp) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
 		return MHD_NO;
+	}
 	if (!created || util_parse_rfc3339(created, &t) < 0)
 		t = time(NULL);
 	gmtime_r(&t, &tm);
@@ -431,6 +437,12 @@ static enum MHD_Result reply_file(struct http_req *req, const char *body, size_t
 	r = MHD_queue_response(req->conn, 200, resp);
 	MHD_destroy_response(resp);
 	return r;
+}
+
+static enum MHD_Result reply_file(struct http_req *req, const char *body, size_t len, const char *filename,
+				  const json_t *ie)
+{
+	return reply_file_mode(req, (char *)body, len, filename, ie, MHD_RESPMEM_MUST_COPY);
 }
 
 static bool mac_ok(const char *m)
@@ -603,6 +615,25 @@ static enum MHD_Result serve_ignition(struct hub *h, struct http_req *req, const
 	return res;
 }
 
+/* The NetworkManager keyfiles and MAC maps of the selected NMStateConfigs
+ * as upstream's debug archive (image.md §4.4): a tar, built in memory from
+ * the same bundle the image carries. */
+static enum MHD_Result serve_static_network(struct hub *h, struct http_req *req, const json_t *ie)
+{
+	const char *uid = json_string_value(json_object_get(json_object_get(ie, "metadata"), "uid"));
+	char *tar = NULL, fname[128];
+	size_t len = 0;
+	ah_err err;
+
+	ah_err_clear(&err);
+	if (hub_static_net_archive(h, ie, &tar, &len, &err) < 0)
+		return reply_err(req, &err);
+	if (!tar)
+		return hub_reply_error(req, 404, "infra-env %s has no static network configuration", uid);
+	snprintf(fname, sizeof(fname), "%s-static-network-config.tar", uid);
+	return reply_file_mode(req, tar, len, fname, ie, MHD_RESPMEM_MUST_FREE);
+}
+
 enum MHD_Result hub_downloads(struct hub *h, struct http_req *req, bool *handled)
 {
 	static const char prefix[] = API_PREFIX "/infra-envs/";
@@ -629,8 +660,10 @@ enum MHD_Result hub_downloads(struct hub *h, struct http_req *req, bool *handled
 	iso_type = http_query(req, "discovery_iso_type");
 	if (!file || !*file)
 		res = hub_reply_error(req, 400, "file_name in query is required");
-	else if (strcmp(file, "discovery.ign") != 0 && strcmp(file, "ipxe-script") != 0)
-		res = hub_reply_error(req, 400, "file_name in query should be one of [discovery.ign ipxe-script]: \"%s\"",
+	else if (strcmp(file, "discovery.ign") != 0 && strcmp(file, "ipxe-script") != 0 &&
+		 strcmp(file, "static-network-config") != 0)
+		res = hub_reply_error(req, 400,
+				      "file_name in query should be one of [discovery.ign ipxe-script static-network-config]: \"%s\"",
 				      file);
 	else if (type && strcmp(type, "discovery-image-always") != 0 && strcmp(type, "boot-order-control") != 0)
 		res = hub_reply_error(req, 400,
@@ -646,6 +679,8 @@ enum MHD_Result hub_downloads(struct hub *h, struct http_req *req, bool *handled
 				      iso_type);
 	else if (strcmp(file, "discovery.ign") == 0)
 		res = serve_ignition(h, req, ie);
+	else if (strcmp(file, "static-network-config") == 0)
+		res = serve_static_network(h, req, ie);
 	else
 		res = serve_ipxe(h, req, ie, type);
 	json_decref(ie);

@@ -97,21 +97,34 @@ static void put_condition(json_t *status, json_t *cond)
 	json_object_set_new(status, "conditions", out);
 }
 
-/* A merge patch from old_status to status: a top-level field that went
- * away is sent as null (a merge patch keeps what it does not name). */
+/* In the merge patch p (a copy of the new object), null each field of old
+ * that went away, at any depth of objects (a merge patch keeps what it does
+ * not name). */
+static void null_removed(json_t *p, const json_t *old)
+{
+	const char *k;
+	json_t *v, *pv;
+
+	json_object_foreach((json_t *)old, k, v) {
+		pv = json_object_get(p, k);
+		if (!pv)
+			json_object_set_new(p, k, json_null());
+		else if (json_is_object(pv) && json_is_object(v))
+			null_removed(pv, v);
+	}
+}
+
+/* A merge patch from old_status to status. */
 static int patch_status(struct hub *h, const char *ns, const char *name, json_t *status,
 			const json_t *old_status)
 {
 	struct kube_opts o = { .status = true };
-	json_t *patch = json_pack("{s:o}", "status", json_deep_copy(status)), *ret = NULL, *v;
-	const char *k;
+	json_t *patch = json_pack("{s:o}", "status", json_deep_copy(status)), *ret = NULL;
 	ah_err err;
 	int r;
 
-	json_object_foreach((json_t *)old_status, k, v) {
-		if (!json_object_get(status, k))
-			json_object_set_new(json_object_get(patch, "status"), k, json_null());
-	}
+	if (json_is_object(old_status))
+		null_removed(json_object_get(patch, "status"), old_status);
 	r = kube_patch(h->api, h->k_infraenv, ns, name, "application/merge-patch+json", patch, &o, &ret,
 		       &err);
 	if (r < 0 && r != -ENOENT)
@@ -195,22 +208,28 @@ json_t *hub_boot_artifacts(struct hub *h, const json_t *ie, const struct os_imag
 /* What the image service needs beyond a valid ignition: the OS image on
  * disk, and a payload that fits its embed area.  Checked on every
  * generation (upstream checks the size only when the override changes,
- * and a too large static network config then fails at download). */
+ * and a too large static network config then fails at download).
+ * static_plen: the payload length hub_build_ignition() already measured
+ * for its static-network check (which names how many NMStateConfigs fit),
+ * or 0: gzipping a 10,000-host payload again would cost as much as that
+ * check. */
 static int image_servable(struct hub *h, const struct os_image *os, const char *ign, size_t len,
-			  ah_err *err)
+			  size_t static_plen, ah_err *err)
 {
 	unsigned char *payload = NULL;
 	uint64_t area = 0;
-	size_t plen = 0;
+	size_t plen = static_plen;
 	char msg[2048];
 	int r = hub_os_image_ready(h, os, &area, msg, sizeof(msg));
 
 	if (r < 0)
 		return ah_err_set(err, EAGAIN, 503, "ServiceUnavailable", "%s", msg);
-	r = ignition_payload_build(ign, len, &payload, &plen, err);
-	if (r < 0)
-		return r;
-	free(payload);
+	if (!plen) {
+		r = ignition_payload_build(ign, len, &payload, &plen, err);
+		if (r < 0)
+			return r;
+		free(payload);
+	}
 	return ignition_payload_check_area(plen, area ? area : ISO_IGNITION_AREA_SIZE, err);
 }
 
@@ -221,7 +240,7 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 	const char *uid, *ver, *arch;
 	const struct os_image *os;
 	char *ign = NULL, *token = NULL, digest[65] = "", buf[4096], now[32];
-	size_t len = 0;
+	size_t len = 0, static_hosts = 0, static_plen = 0;
 	int64_t strev = 0;
 	ah_err err;
 	int r;
@@ -258,8 +277,10 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 	} else {
 		r = hub_build_ignition(h, ie, &ign, &len, digest, &err);
 	}
-	if (r == 0)
-		r = image_servable(h, os, ign, len, &err);
+	if (r == 0) {
+		hub_static_net_last_build(uid, ign, len, &static_hosts, &static_plen);
+		r = image_servable(h, os, ign, len, static_plen, &err);
+	}
 	if (r == 0)
 		r = hub_infraenv_token(h, ie, &token, &err);
 	if (r < 0) {
@@ -310,6 +331,16 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 			hub_enqueue_after(h, "infraenv", ns, name, 1000);
 			return 0;
 		}
+		{
+			struct hub_event_ref ref;
+			const char *ssh = jstr(spec, "sshAuthorizedKey");
+
+			hub_event_ref_object(ie, &ref);
+			ref.infra_env_id = uid;
+			hub_event(h, &ref, HUB_EV_INFO, "image_info_updated",
+				  "Updated image information (Image type is \"minimal-iso\", SSH public key %s)",
+				  ssh && *ssh ? "is set" : "is not set");
+		}
 	}
 	/* The digest's prefix in the URL makes a new image a new URL. */
 	url_for(h, buf, sizeof(buf), "/byapikey/%s/%s/%s/minimal.iso?digest=%.12s", token, os->openshift_version,
@@ -326,6 +357,16 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 		}
 		url_for(h, buf, sizeof(buf), API_PREFIX "/events?api_key=%s&infra_env_id=%s", token, uid);
 		json_object_set_new(dbg, "eventsURL", json_string(buf));
+		/* Signed like the other download URLs; gone with the last
+		 * selected NMStateConfig. */
+		if (static_hosts) {
+			url_for(h, buf, sizeof(buf),
+				API_PREFIX "/infra-envs/%s/downloads/files?api_key=%s&file_name=static-network-config",
+				uid, token);
+			json_object_set_new(dbg, "staticNetworkDownloadURL", json_string(buf));
+		} else {
+			json_object_del(dbg, "staticNetworkDownloadURL");
+		}
 	}
 	put_condition(status, condition(json_object_get(old_status, "conditions"), "ImageCreated", "True",
 					"InfraEnvAvailable", "InfraEnv is available: Image has been created"));

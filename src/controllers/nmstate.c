@@ -8,7 +8,9 @@
  * Upstream lists them in every namespace while its watch only requeues
  * same-namespace InfraEnvs; keeping to one namespace makes both agree and
  * keeps one tenant's configs out of another's image.  Hosts are numbered in
- * (namespace, name) order, so the image does not change between listings. */
+ * (namespace, name) order, so the image does not change between listings.
+ * The static-network-config download is the tar of the very bundle the
+ * image carries (image/nmstate.h nmstate_bundle_tar()). */
 #include "hub-internal.h"
 
 #include <errno.h>
@@ -38,6 +40,17 @@ static json_t *cache_objs;      /* ns -> {name -> {"text", "obj", "id"}} */
 static json_t *cache_parts;     /* InfraEnv uid -> {"key", "files", "units"} */
 static json_int_t cache_next_id;
 #define CACHE_PARTS_MAX 64
+
+/* What the last hub_build_ignition() on this thread learned about static
+ * networking (hub_static_net_last_build()): parts() starts a build and
+ * resets it, check_fit() records the payload length it measured.  The
+ * buffer pointer is only compared, never read. */
+static _Thread_local struct {
+	char uid[64];
+	size_t hosts;
+	const char *ign;       /* the ignition check_fit() measured */
+	size_t len, payload_len;
+} last_build;
 
 struct selected {
 	const label_selector *sel;
@@ -212,9 +225,12 @@ int hub_static_net_parts(struct hub *h, const json_t *ie, json_t **ret_files, js
 
 	*ret_files = NULL;
 	*ret_units = NULL;
+	memset(&last_build, 0, sizeof(last_build));
+	snprintf(last_build.uid, sizeof(last_build.uid), "%s", uid ? uid : "");
 	pthread_mutex_lock(&cache_lock);
 	if ((r = load_hosts(h, ie, &objs, &hosts, &labels, &n, &key, err)) < 0 || n == 0)
 		goto out;
+	last_build.hosts = n;
 	c = uid ? json_object_get(cache_parts, uid) : NULL;
 	if (c && strcmp(json_string_value(json_object_get(c, "key")), key) == 0) {
 		/* Shared, read-only: the ignition builder copies what it uses. */
@@ -279,6 +295,9 @@ int hub_static_net_check_fit(struct hub *h, const json_t *ie, const struct disco
 	if ((r = ignition_payload_build(ign, len, &payload, &plen, err)) < 0)
 		return r;
 	free(payload);
+	last_build.ign = ign;
+	last_build.len = len;
+	last_build.payload_len = plen;
 	if (plen <= ISO_IGNITION_AREA_SIZE)
 		return 0;
 	/* Too big: find how many of the selected configs would fit, so the
@@ -307,6 +326,44 @@ int hub_static_net_check_fit(struct hub *h, const json_t *ie, const struct disco
 			  "The ignition archive size (%zu KiB) is over the maximum allowable size "
 			  "(%d KiB): %zu NMStateConfigs are selected and at most %zu fit",
 			  plen / 1024, ISO_IGNITION_AREA_SIZE / 1024, n, lo);
+}
+
+int hub_static_net_last_build(const char *uid, const char *ign, size_t len, size_t *ret_hosts,
+			      size_t *ret_payload_len)
+{
+	*ret_hosts = 0;
+	*ret_payload_len = 0;
+	if (!uid || !last_build.uid[0] || strcmp(uid, last_build.uid) != 0)
+		return -ENOENT;
+	*ret_hosts = last_build.hosts;
+	if (last_build.ign && last_build.ign == ign && last_build.len == len)
+		*ret_payload_len = last_build.payload_len;
+	return 0;
+}
+
+int hub_static_net_archive(struct hub *h, const json_t *ie, char **ret, size_t *ret_len,
+			   ah_err *err)
+{
+	struct nmstate_host *hosts;
+	char **labels, *bundle = NULL;
+	size_t n, blen = 0;
+	json_t *objs;
+	int r;
+
+	*ret = NULL;
+	*ret_len = 0;
+	pthread_mutex_lock(&cache_lock);
+	r = load_hosts(h, ie, &objs, &hosts, &labels, &n, NULL, err);
+	pthread_mutex_unlock(&cache_lock);
+	if (r < 0 || n == 0)
+		return r;
+	/* Through the bundle: the archive holds what the image holds. */
+	r = nmstate_bundle_build(hosts, n, &bundle, &blen, err);
+	free_hosts(objs, hosts, labels, n);
+	if (r == 0)
+		r = nmstate_bundle_tar(bundle, blen, ret, ret_len, err);
+	free(bundle);
+	return r;
 }
 
 struct requeue_ctx {

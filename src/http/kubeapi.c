@@ -795,8 +795,16 @@ static int list_visit(const store_obj *so, void *userdata)
 }
 
 static const char *const field_selector_fields[] = { "metadata.name", "metadata.namespace", NULL };
+/* Events are looked up by what they are about (kubectl describe does). */
+static const char *const event_field_selector_fields[] = {
+	"metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.name",
+	"involvedObject.namespace", "involvedObject.uid", "involvedObject.apiVersion",
+	"involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "type", "reportingComponent",
+	"source", NULL
+};
 
-static int parse_selectors(struct http_req *req, label_selector **ls, field_selector **fs, ah_err *err)
+static int parse_selectors(struct http_req *req, const struct kube_kind *k, label_selector **ls,
+			   field_selector **fs, ah_err *err)
 {
 	const char *l = http_query(req, "labelSelector"), *f = http_query(req, "fieldSelector");
 	int r;
@@ -809,7 +817,8 @@ static int parse_selectors(struct http_req *req, label_selector **ls, field_sele
 			return r;
 	}
 	if (f && *f) {
-		r = field_selector_parse(f, field_selector_fields, fs, err);
+		r = field_selector_parse(f, k && k->kind && strcmp(k->kind, "Event") == 0 ?
+					   event_field_selector_fields : field_selector_fields, fs, err);
 		if (r < 0) {
 			label_selector_free(*ls);
 			*ls = NULL;
@@ -862,7 +871,7 @@ static enum MHD_Result handle_list(struct kubeapi *ka, struct http_req *req, con
 	ah_err err;
 	int r;
 
-	r = parse_selectors(req, &lc.ls, &lc.fs, &err);
+	r = parse_selectors(req, t->k, &lc.ls, &lc.fs, &err);
 	if (r < 0)
 		return reply_kerr(req, t, &err, NULL, NULL);
 	if (limit && *limit) {
@@ -1096,7 +1105,7 @@ static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, co
 
 	if (!ws)
 		return MHD_NO;
-	if (parse_selectors(req, &ws->ls, &ws->fs, &err) < 0) {
+	if (parse_selectors(req, t->k, &ws->ls, &ws->fs, &err) < 0) {
 		free(ws);
 		return reply_kerr(req, t, &err, NULL, NULL);
 	}
@@ -1190,7 +1199,7 @@ static enum MHD_Result handle_delete_collection(struct kubeapi *ka, struct http_
 	size_t i;
 	int r;
 
-	r = parse_selectors(req, &lc.ls, &lc.fs, &err);
+	r = parse_selectors(req, t->k, &lc.ls, &lc.fs, &err);
 	if (r < 0) {
 		json_decref(names);
 		return reply_kerr(req, t, &err, NULL, NULL);

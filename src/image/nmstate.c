@@ -1673,3 +1673,158 @@ const char nmstate_pre_network_unit[] =
 	"[Install]\n"
 	"WantedBy=multi-user.target\n";
 
+
+/* ---------- the debug archive of a bundle ---------- */
+
+#define TAR_BLOCK 512
+#define TAR_NAME_MAX 100
+#define TAR_PREFIX_MAX 155
+
+struct tar_file {
+	size_t host;
+	const char *name, *data;
+	size_t name_len, data_len;
+};
+
+static size_t tar_pad(size_t n)
+{
+	return (TAR_BLOCK - n % TAR_BLOCK) % TAR_BLOCK;
+}
+
+/* A NUL-terminated octal number filling width bytes. */
+static void tar_octal(char *field, size_t width, unsigned long long v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%0*llo", (int)width - 1, v);
+	memcpy(field, buf, width);
+}
+
+/* One ustar header.  The path is /etc/assisted/network/host<N>/<name>;
+ * when it is longer than the name field the directory goes to the prefix
+ * field (the caller checked that name fits alone). */
+static void tar_header(unsigned char *h, const struct tar_file *f)
+{
+	char dir[64];
+	size_t dlen, i;
+	unsigned sum = 0;
+
+	memset(h, 0, TAR_BLOCK);
+	dlen = (size_t)snprintf(dir, sizeof(dir), NMSTATE_NETWORK_DIR "/host%zu", f->host);
+	if (dlen + 1 + f->name_len <= TAR_NAME_MAX) {
+		memcpy(h, dir, dlen);
+		h[dlen] = '/';
+		memcpy(h + dlen + 1, f->name, f->name_len);
+	} else {
+		memcpy(h, f->name, f->name_len);
+		memcpy(h + 345, dir, dlen);
+	}
+	tar_octal((char *)h + 100, 8, 0600);
+	tar_octal((char *)h + 108, 8, 0);
+	tar_octal((char *)h + 116, 8, 0);
+	tar_octal((char *)h + 124, 12, f->data_len);
+	tar_octal((char *)h + 136, 12, 0);
+	memset(h + 148, ' ', 8);
+	h[156] = '0';
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	for (i = 0; i < TAR_BLOCK; i++)
+		sum += h[i];
+	tar_octal((char *)h + 148, 7, sum);
+}
+
+static bool tar_name_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > TAR_NAME_MAX || (n == 1 && s[0] == '.') ||
+	    (n == 2 && s[0] == '.' && s[1] == '.'))
+		return false;
+	return !memchr(s, '/', n) && !memchr(s, '\0', n);
+}
+
+int nmstate_bundle_tar(const char *bundle, size_t len, char **ret, size_t *ret_len, ah_err *err)
+{
+	static const char magic[] = NMSTATE_BUNDLE_MAGIC "\n";
+	struct tar_file *files = NULL, *tmp;
+	size_t n = 0, cap = 0, hosts = 0, pos = sizeof(magic) - 1, total = 2 * TAR_BLOCK, i;
+	bool in_file = false;
+	unsigned char *out, *p;
+	int r;
+
+	if (len < sizeof(magic) - 1 || memcmp(bundle, magic, sizeof(magic) - 1) != 0)
+		return bad(err, "static network bundle: the first line is not \"%s\"",
+			   NMSTATE_BUNDLE_MAGIC);
+	/* Lines as the host script reads them: '@' starts a host, '>' a file,
+	 * anything else is a line of the current file.  A file's contents are
+	 * one slice of the bundle, so nothing is copied before the output. */
+	while (pos < len) {
+		const char *line = bundle + pos, *nl = memchr(line, '\n', len - pos);
+		size_t ll = nl ? (size_t)(nl - line) : 0;
+
+		if (!nl) {
+			r = bad(err, "static network bundle: the line at byte %zu has no newline", pos);
+			goto fail;
+		}
+		if (line[0] == '@') {
+			hosts++;
+			in_file = false;
+		} else if (line[0] == '>') {
+			if (!hosts) {
+				r = bad(err, "static network bundle: a file at byte %zu comes before any host",
+					pos);
+				goto fail;
+			}
+			if (!tar_name_ok(line + 1, ll - 1)) {
+				r = bad(err, "static network bundle: the file name at byte %zu is not a "
+					"plain file name of 1 to %d bytes", pos, TAR_NAME_MAX);
+				goto fail;
+			}
+			if (n == cap) {
+				cap = cap ? 2 * cap : 64;
+				tmp = realloc(files, cap * sizeof(*files));
+				if (!tmp) {
+					r = -ENOMEM;
+					goto fail;
+				}
+				files = tmp;
+			}
+			files[n++] = (struct tar_file){ .host = hosts - 1, .name = line + 1,
+							.name_len = ll - 1, .data = nl + 1 };
+			in_file = true;
+		} else {
+			if (!in_file) {
+				r = bad(err, "static network bundle: the line at byte %zu is in no file",
+					pos);
+				goto fail;
+			}
+			files[n - 1].data_len = (size_t)(nl + 1 - files[n - 1].data);
+		}
+		pos += ll + 1;
+	}
+	for (i = 0; i < n; i++) {
+		/* The size field holds 11 octal digits. */
+		if (files[i].data_len > 077777777777ULL) {
+			r = bad(err, "static network bundle: file %.*s is too large for a tar entry",
+				(int)files[i].name_len, files[i].name);
+			goto fail;
+		}
+		total += TAR_BLOCK + files[i].data_len + tar_pad(files[i].data_len);
+	}
+	p = out = calloc(1, total);
+	if (!out) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < n; i++) {
+		tar_header(p, &files[i]);
+		p += TAR_BLOCK;
+		memcpy(p, files[i].data, files[i].data_len);
+		p += files[i].data_len + tar_pad(files[i].data_len);
+	}
+	free(files);
+	*ret = (char *)out;
+	*ret_len = total;
+	return 0;
+fail:
+	free(files);
+	return r;
+}

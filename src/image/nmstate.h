@@ -102,4 +102,17 @@ extern const char nmstate_common_script[];
 extern const char nmstate_pre_network_script[];
 extern const char nmstate_pre_network_unit[];
 
+/* The upstream debug download of static network config (file_name=
+ * static-network-config, image.md 4.4) made from a bundle: a POSIX ustar
+ * archive holding each bundle file as /etc/assisted/network/host<N>/<name>
+ * (a regular file, mode 0600, uid and gid 0, mtime 0) in bundle order,
+ * ended by two zero blocks.  The bundle is read as the host script reads
+ * it, so the archive holds exactly what a host would unpack; the same
+ * bundle always gives the same bytes.  -EINVAL with err (status 400) for
+ * text that is not a bundle: another first line, a file before any host, a
+ * line outside any file, a last line without its newline, a file name that
+ * is empty, ".", "..", longer than 100 bytes or holds '/' or NUL.  *ret is
+ * malloc'd (not NUL-terminated); the caller frees it. */
+int nmstate_bundle_tar(const char *bundle, size_t len, char **ret, size_t *ret_len, ah_err *err);
+
 #endif

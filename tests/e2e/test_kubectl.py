@@ -373,6 +373,32 @@ def test_field_selectors(module_hub, five_cms):
     assert r.stdout.split() == [f"agent.agent-install.openshift.io/{name}"]
 
 
+def test_event_field_selectors_and_describe(module_hub, ns):
+    """kubectl describe finds an object's Events by involvedObject fields;
+    other kinds keep refusing those field labels."""
+    hub = module_hub
+    name = new_agent(hub, ns)
+    uid = hub.kubectl_json("get", "agent", name, "-n", ns)["metadata"]["uid"]
+    for i, (reason, about) in enumerate([("HostStatusUpdated", name), ("Other", "someone-else")]):
+        hub.apply_obj({"apiVersion": "v1", "kind": "Event",
+                       "metadata": {"name": f"ev-{i}", "namespace": ns},
+                       "involvedObject": {"apiVersion": "agent-install.openshift.io/v1beta1",
+                                          "kind": "Agent", "name": about, "namespace": ns,
+                                          "uid": uid if about == name else "x"},
+                       "reason": reason, "message": f"about {about}", "type": "Normal"})
+    r = hub.kubectl("get", "events", "-n", ns, "-o", "name", "--field-selector",
+                    f"involvedObject.kind=Agent,involvedObject.name={name}")
+    assert r.stdout.split() == ["event/ev-0"]
+    r = hub.kubectl("get", "events", "-n", ns, "-o", "name", "--field-selector", "reason!=Other")
+    assert r.stdout.split() == ["event/ev-0"]
+    r = hub.kubectl("describe", "agent", name, "-n", ns)
+    assert "HostStatusUpdated" in r.stdout and f"about {name}" in r.stdout
+    assert "someone-else" not in r.stdout
+    r = hub.kubectl("get", "agents", "-n", ns, "--field-selector", "involvedObject.kind=Agent",
+                    check=False)
+    assert r.returncode != 0 and "field label not supported: involvedObject.kind" in r.stderr
+
+
 def test_chunked_list(module_hub, five_cms):
     hub, ns = module_hub, five_cms
     r = hub.kubectl("get", "configmaps", "-n", ns, "--chunk-size=2", "-o", "name", "-v=6")

@@ -2,9 +2,12 @@
 in the discovery ignition inside the ISO (keyfiles, MAC map, the pre-network
 script and its unit), the script installs the right keyfiles on a host whose
 MACs match, invalid configs are reported on the InfraEnv, 10,000 configs fit
-the embed area, too many give an error with the count that fits, and deleting
-a config removes it from the next image."""
+the embed area, too many give an error with the count that fits, deleting
+a config removes it from the next image, and the signed static-network-config
+download (status.debugInfo.staticNetworkDownloadURL) is the tar of the same
+keyfiles and MAC maps."""
 import base64
+import io
 import json
 import os
 import random
@@ -12,6 +15,7 @@ import re
 import shutil
 import stat
 import subprocess
+import tarfile
 import zlib
 
 import pytest
@@ -374,3 +378,78 @@ def test_selector_expressions_and_relabel(hub, tmp_path):
     hub.kubectl("-n", ns, "label", "--overwrite", "nmstateconfig", "one", "net=b")
     ie, _ = wait_image(hub, ns, "ie", not_url=with_net, timeout=60)
     assert file_entry(iso_ignition(hub, ie, tmp_path), BUNDLE_PATH) is None
+
+
+def static_url(hub, ns, name):
+    ie = hub.kubectl_json("-n", ns, "get", "infraenv", name)
+    return ie.get("status", {}).get("debugInfo", {}).get("staticNetworkDownloadURL")
+
+
+def tar_files(body):
+    """The archive's regular files as {path: text}, checking each header."""
+    out = {}
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:") as tf:
+        for m in tf.getmembers():
+            assert m.isfile(), m.name
+            assert m.mode == 0o600 and m.uid == 0 and m.gid == 0 and m.mtime == 0, m.name
+            out[m.name] = tf.extractfile(m).read().decode()
+    return out
+
+
+def test_static_network_download(hub):
+    ie = setup_upstream(hub)
+    uid = ie["metadata"]["uid"]
+    url = wait_for(lambda: static_url(hub, NS, "myinfraenv"), timeout=30,
+                   what="status.debugInfo.staticNetworkDownloadURL")
+    # Signed as the other download URLs: the same endpoint and token.
+    ign_url = ie["status"]["bootArtifacts"]["discoveryIgnitionURL"]
+    assert url == ign_url.replace("file_name=discovery.ign", "file_name=static-network-config")
+    assert f"/api/assisted-install/v2/infra-envs/{uid}/downloads/files?api_key=" in url
+
+    status, headers, body = fetch(hub, url)
+    assert status == 200, body[:300]
+    assert headers["Content-Disposition"] == \
+        f'attachment; filename="{uid}-static-network-config.tar"'
+    files = tar_files(body)
+    d = "/etc/assisted/network/host0/"
+    assert list(files) == [d + "mac_interface.ini", d + "eth0.nmconnection",
+                           d + "eth1.nmconnection"]
+    assert files[d + "mac_interface.ini"] == "02:00:00:80:12:14=eth0\n02:00:00:80:12:15=eth1\n"
+    eth0, eth1 = files[d + "eth0.nmconnection"], files[d + "eth1.nmconnection"]
+    assert "interface-name=eth0\n" in eth0 and "type=ethernet\n" in eth0
+    assert "address1=192.168.126.30/24\n" in eth0 and "method=manual\n" in eth0
+    assert "dns=192.168.126.1;\n" in eth0
+    assert "route1=0.0.0.0/0,192.168.126.1\nroute1_options=table=254\n" in eth0
+    assert "interface-name=eth1\n" in eth1
+    assert "address1=192.168.140.30/24\n" in eth1
+    assert "route1=0.0.0.0/0,192.168.140.1,100\nroute1_options=table=254\n" in eth1
+
+    # The archive holds exactly what the discovery ignition carries.
+    status, _, ign = fetch(hub, ign_url)
+    assert status == 200
+    hosts = parse_bundle(decode_source(file_entry(json.loads(ign), BUNDLE_PATH)))
+    assert {d + k: v for k, v in hosts[0].items()} == files
+    # Deterministic: the same configs give the same bytes.
+    assert fetch(hub, url)[2] == body
+
+    # Same authorization as the other files.
+    bad = re.sub(r"api_key=([^&]+)", lambda m: "api_key=" + m.group(1)[:-4] + "AAAA", url)
+    status, _, body = fetch(hub, bad)
+    assert status == 401, body[:300]
+    status, _, _ = fetch(hub, re.sub(r"api_key=[^&]+&", "", url))
+    assert status == 401
+
+    # Without static config the URL goes away and there is nothing to download.
+    hub.kubectl("-n", NS, "delete", "nmstateconfig", "mynmstateconfig")
+    wait_for(lambda: static_url(hub, NS, "myinfraenv") is None, timeout=60,
+             what="staticNetworkDownloadURL removed")
+    status, _, body = fetch(hub, url)
+    assert status == 404 and b"no static network configuration" in body, body[:300]
+
+    # An InfraEnv that selects nothing never shows it.
+    ns = hub.create_namespace("no-static")
+    pull_secret(hub, ns)
+    hub.apply_obj(infraenv_obj("plain", ns))
+    plain, _ = wait_image(hub, ns, "plain")
+    assert "staticNetworkDownloadURL" not in plain["status"].get("debugInfo", {})
+    assert plain["status"]["debugInfo"]["eventsURL"]

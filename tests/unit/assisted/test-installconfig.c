@@ -313,6 +313,9 @@ static void test_yaml(void **state)
 		"{\"multi\":\"line1\\nline2\\n\",\"nofinal\":\"a\\nb\",\"two\":\"a\\n\\n\",\"tab\":\"a\\tb\",\"lead\":\" x\\ny\"}",
 		"{\"list\":[{\"a\":1,\"b\":[1,2]},[3,[4]],\"s\",{}],\"empty\":[],\"obj\":{},\"n\":null,\"f\":1.5,\"t\":false}",
 		"{\"ip6\":\"fd01::/48\",\"ip6b\":\"2001:db8::1\",\"time\":\"1:20\",\"neg\":\"-1\",\"dash\":\"- x\",\"star\":\"*a\"}",
+		/* characters YAML cannot carry raw: DEL, C1 controls, NEL, LS, PS, other C0 */
+		"{\"del\":\"a\\u007fb\",\"c1\":\"a\\u0096b\",\"nel\":\"a\\u0085b\",\"ls\":\"a\\u2028b\","
+		"\"ps\":\"a\\u2029b\",\"bell\":\"a\\u0007b\",\"mix\":\"q\\\"\\\\\\u0080\\n\\u00e9\"}",
 	};
 
 	(void)state;

@@ -1054,6 +1054,173 @@ out:
 	json_decref(other_ifaces);
 }
 
+/* --- nmstate_bundle_tar: the static-network-config download ------------- */
+
+/* Read one ustar header at h: the path (prefix joined), the size; checks
+ * the fixed fields and the checksum. */
+static size_t tar_read_header(const unsigned char *h, char *path, size_t size)
+{
+	char num[16];
+	unsigned sum = 0;
+	size_t i;
+
+	for (i = 0; i < 512; i++)
+		sum += i >= 148 && i < 156 ? ' ' : h[i];
+	memcpy(num, h + 148, 8);
+	num[8] = '\0';
+	assert_int_equal(strtoul(num, NULL, 8), sum);
+	assert_memory_equal(h + 100, "0000600", 8);
+	assert_memory_equal(h + 108, "0000000", 8);
+	assert_memory_equal(h + 116, "0000000", 8);
+	assert_memory_equal(h + 136, "00000000000", 12);
+	assert_int_equal(h[156], '0');
+	assert_memory_equal(h + 257, "ustar\0" "00", 8);
+	if (h[345])
+		snprintf(path, size, "%.155s/%.100s", (const char *)h + 345, (const char *)h);
+	else
+		snprintf(path, size, "%.100s", (const char *)h);
+	memcpy(num, h + 124, 12);
+	num[12] = '\0';
+	return strtoul(num, NULL, 8);
+}
+
+/* The archive as "path\ncontents" per entry, joined by "|". */
+static char *tar_listing(const char *tar, size_t len)
+{
+	strbuf sb = STRBUF_INIT;
+	size_t pos = 0;
+	char path[300];
+
+	assert_int_equal(len % 512, 0);
+	assert_true(len >= 1024);
+	while (pos + 1024 < len) {
+		size_t sz = tar_read_header((const unsigned char *)tar + pos, path, sizeof(path));
+
+		pos += 512;
+		assert_true(pos + sz <= len - 1024);
+		strbuf_addf(&sb, "%s%s\n%.*s", sb.len ? "|" : "", path, (int)sz, tar + pos);
+		for (size_t i = pos + sz; i < pos + (sz + 511) / 512 * 512; i++)
+			assert_int_equal(tar[i], 0);
+		pos += (sz + 511) / 512 * 512;
+	}
+	for (size_t i = len - 1024; i < len; i++)
+		assert_int_equal(tar[i], 0);
+	return strbuf_detach(&sb, NULL);
+}
+
+static void test_bundle_tar(void **state)
+{
+	static const struct {
+		const char *what, *bundle, *want; /* want: the listing, or the error */
+		int r;
+	} rows[] = {
+		{ "two hosts, files in bundle order",
+		  NMSTATE_BUNDLE_MAGIC "\n@\n>mac_interface.ini\nA=eth0\n>eth0.nmconnection\n"
+		  "[connection]\n\nid=eth0\n@\n>mac_interface.ini\nB=eth0\n",
+		  "/etc/assisted/network/host0/mac_interface.ini\nA=eth0\n|"
+		  "/etc/assisted/network/host0/eth0.nmconnection\n[connection]\n\nid=eth0\n|"
+		  "/etc/assisted/network/host1/mac_interface.ini\nB=eth0\n", 0 },
+		{ "no host: an empty archive", NMSTATE_BUNDLE_MAGIC "\n", "", 0 },
+		{ "a host without files, an empty file",
+		  NMSTATE_BUNDLE_MAGIC "\n@\n@\n>empty\n",
+		  "/etc/assisted/network/host1/empty\n", 0 },
+		{ "a name too long for the name field goes to the prefix",
+		  NMSTATE_BUNDLE_MAGIC "\n@\n>" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nx\n",
+		  "/etc/assisted/network/host0/" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nx\n", 0 },
+		{ "not a bundle", "#other\n@\n",
+		  "static network bundle: the first line is not \"" NMSTATE_BUNDLE_MAGIC "\"", -EINVAL },
+		{ "empty text", "",
+		  "static network bundle: the first line is not \"" NMSTATE_BUNDLE_MAGIC "\"", -EINVAL },
+		{ "a file before any host", NMSTATE_BUNDLE_MAGIC "\n>x\n",
+		  "static network bundle: a file at byte 35 comes before any host", -EINVAL },
+		{ "a line in no file", NMSTATE_BUNDLE_MAGIC "\n@\nstray\n",
+		  "static network bundle: the line at byte 37 is in no file", -EINVAL },
+		{ "a line in no file after a host marker",
+		  NMSTATE_BUNDLE_MAGIC "\n@\n>a\nx\n@\ny\n",
+		  "static network bundle: the line at byte 44 is in no file", -EINVAL },
+		{ "unterminated last line", NMSTATE_BUNDLE_MAGIC "\n@\n>a\nx",
+		  "static network bundle: the line at byte 40 has no newline", -EINVAL },
+		{ "a path in the name", NMSTATE_BUNDLE_MAGIC "\n@\n>../../etc/passwd\n",
+		  "static network bundle: the file name at byte 37 is not a plain file name of 1 to "
+		  "100 bytes", -EINVAL },
+		{ "an empty name", NMSTATE_BUNDLE_MAGIC "\n@\n>\n",
+		  "static network bundle: the file name at byte 37 is not a plain file name of 1 to "
+		  "100 bytes", -EINVAL },
+		{ "a dot-dot name", NMSTATE_BUNDLE_MAGIC "\n@\n>..\n",
+		  "static network bundle: the file name at byte 37 is not a plain file name of 1 to "
+		  "100 bytes", -EINVAL },
+		{ "a name over 100 bytes", NMSTATE_BUNDLE_MAGIC "\n@\n>" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+		  "static network bundle: the file name at byte 37 is not a plain file name of 1 to "
+		  "100 bytes", -EINVAL },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char *tar = NULL, *tar2 = NULL, *listing;
+		size_t len = 0, len2 = 0;
+		ah_err err = { 0 };
+		int r = nmstate_bundle_tar(rows[i].bundle, strlen(rows[i].bundle), &tar, &len, &err);
+
+		if (r != rows[i].r)
+			fail_msg("row \"%s\": %d (%s)", rows[i].what, r, err.message);
+		if (r < 0) {
+			assert_null(tar);
+			assert_int_equal(err.status, 400);
+			if (strcmp(err.message, rows[i].want) != 0)
+				fail_msg("row \"%s\": %s", rows[i].what, err.message);
+			continue;
+		}
+		listing = tar_listing(tar, len);
+		if (strcmp(listing, rows[i].want) != 0)
+			fail_msg("row \"%s\":\n%s", rows[i].what, listing);
+		/* Deterministic: the same bundle, the same bytes. */
+		assert_int_equal(nmstate_bundle_tar(rows[i].bundle, strlen(rows[i].bundle), &tar2, &len2,
+						    &err), 0);
+		assert_int_equal(len2, len);
+		assert_memory_equal(tar2, tar, len);
+		free(listing);
+		free(tar);
+		free(tar2);
+	}
+}
+
+/* The upstream sample's bundle as an archive: every bundle file, whole. */
+static void test_bundle_tar_of_sample(void **state)
+{
+	json_t *cfg = yaml(kf_rows[0].yaml), *ifaces = json_loads(SAMPLE_IFACES, 0, NULL), *files = NULL;
+	struct nmstate_host host = { "spoke-cluster/mynmstateconfig", cfg, ifaces };
+	char *bundle = NULL, *tar = NULL, *listing, *want = NULL, *ini = NULL;
+	size_t blen = 0, len = 0, i;
+	strbuf sb = STRBUF_INIT;
+	ah_err err;
+	json_t *f;
+
+	(void)state;
+	assert_int_equal(nmstate_bundle_build(&host, 1, &bundle, &blen, &err), 0);
+	assert_int_equal(nmstate_bundle_tar(bundle, blen, &tar, &len, &err), 0);
+	listing = tar_listing(tar, len);
+	assert_int_equal(nmstate_mac_interface_ini(cfg, ifaces, &ini, &err), 0);
+	assert_int_equal(nmstate_to_keyfiles(cfg, &files, &err), 0);
+	strbuf_addf(&sb, "/etc/assisted/network/host0/mac_interface.ini\n%s", ini);
+	json_array_foreach(files, i, f)
+		strbuf_addf(&sb, "|/etc/assisted/network/host0/%s\n%s",
+			    json_string_value(json_object_get(f, "name")),
+			    json_string_value(json_object_get(f, "contents")));
+	want = strbuf_detach(&sb, NULL);
+	assert_string_equal(listing, want);
+	assert_non_null(strstr(listing, "host0/eth0.nmconnection\n"));
+	assert_non_null(strstr(listing, "address1=192.168.126.30/24\n"));
+	free(want);
+	free(ini);
+	free(listing);
+	free(tar);
+	free(bundle);
+	json_decref(files);
+	json_decref(cfg);
+	json_decref(ifaces);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1065,6 +1232,8 @@ int main(void)
 		cmocka_unit_test(test_ignition_parts),
 		cmocka_unit_test(test_ten_thousand_hosts_fit),
 		cmocka_unit_test(test_pre_network_script),
+		cmocka_unit_test(test_bundle_tar),
+		cmocka_unit_test(test_bundle_tar_of_sample),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
