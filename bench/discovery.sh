@@ -75,6 +75,7 @@ num BENCH_ISO_ROUNDS "$ISO_ROUNDS"
 ((HOSTS <= 60000 && HOSTS_FIRST <= 60000)) || die "at most 60000 hosts per run (one /16 each)"
 ((CPU_WINDOW > 0 && ISO_MB > 0 && ISO_CONC > 0 && ISO_REPEAT > 0 && ISO_ROUNDS > 0)) ||
 	die "BENCH_CPU_WINDOW and the BENCH_ISO_* knobs must be positive"
+((CPU_WINDOW >= 60)) || say "BENCH_CPU_WINDOW=$CPU_WINDOW is shorter than the 60 s poll interval: the CPU figure covers only part of a cycle"
 for s in $STEPS; do
 	[[ $s == hosts || $s == iso ]] || die "unknown step '$s' in BENCH_STEPS (hosts, iso)"
 done
@@ -279,6 +280,9 @@ TOTAL_HOSTS=0
 REG_SECONDS_BIG=
 KNOWN_SECONDS_BIG=
 CPU_PCT=
+CPU_NOMINAL=
+CPU_JUDGED=
+ms_per_get=
 FAILED=0
 
 # ---- (a) registrations ----
@@ -286,47 +290,47 @@ FAILED=0
 # register_run N SEED SUBNET_INDEX: one InfraEnv, one simulator of N hosts;
 # leaves the simulator running (its PID last in SIM_PIDS).
 register_run() {
-	local n=$1 seed=$2 idx=$3 ns="bench-$1-hosts" url t0 exist_at state_at line
+	local n=$1 seed=$2 idx=$3 ns="bench-run$3-$1-hosts" url t0 exist_at state_at line
 	say "registration run: $n hosts (namespace $ns)"
 	url=$(infraenv "$ns" discovery)
 	python3 "$ROOT/bench/agentwatch.py" --server "$AH_URL" --token-file "$HUB_DIR/admin.token" \
 		--cacert "$HUB_DIR/ca.crt" --namespace "$ns" --expect "$n" --state known-unbound \
-		--timeout "$REG_TIMEOUT" >"$WORK/watch-$n.out" 2>"$WORK/watch-$n.log" &
+		--timeout "$REG_TIMEOUT" >"$WORK/watch-$idx-$n.out" 2>"$WORK/watch-$idx-$n.log" &
 	WATCH_PID=$!
 	for _ in $(seq 300); do
-		grep -q '^ready' "$WORK/watch-$n.out" 2>/dev/null && break
-		kill -0 "$WATCH_PID" 2>/dev/null || { cat "$WORK/watch-$n.log" >&2; die "the Agent watch failed"; }
+		grep -q '^ready' "$WORK/watch-$idx-$n.out" 2>/dev/null && break
+		kill -0 "$WATCH_PID" 2>/dev/null || { cat "$WORK/watch-$idx-$n.log" >&2; die "the Agent watch failed"; }
 		sleep 0.1
 	done
-	grep -q '^ready' "$WORK/watch-$n.out" || die "the Agent watch did not start"
+	grep -q '^ready' "$WORK/watch-$idx-$n.out" || die "the Agent watch did not start"
 	# The simulator downloads the ISO first (as a booting host does); the
 	# clock starts when it begins to boot hosts (its first line).
 	"$AGENTHUB_AGENT" simulate --iso "$url" --cacert "$HUB_DIR/ca.crt" --hosts "$n" --seed "$seed" \
 		--subnet "10.$((100 + idx)).0.0/16" --max-inflight "$INFLIGHT" --ramp-seconds "$RAMP" \
-		--status-seconds 10 >"$WORK/sim-$n.log" 2>&1 &
+		--status-seconds 10 >"$WORK/sim-$idx-$n.log" 2>&1 &
 	SIM_PIDS+=($!)
 	t0=
 	for _ in $(seq 6000); do
-		if grep -q ' hosts against ' "$WORK/sim-$n.log" 2>/dev/null; then t0=$(now); break; fi
-		kill -0 "${SIM_PIDS[-1]}" 2>/dev/null || { cat "$WORK/sim-$n.log" >&2; die "the simulator failed to start"; }
+		if grep -q ' hosts against ' "$WORK/sim-$idx-$n.log" 2>/dev/null; then t0=$(now); break; fi
+		kill -0 "${SIM_PIDS[-1]}" 2>/dev/null || { cat "$WORK/sim-$idx-$n.log" >&2; die "the simulator failed to start"; }
 		sleep 0.05
 	done
 	[[ -n $t0 ]] || die "the simulator did not start within 300 s"
 	if ! wait "$WATCH_PID"; then
 		WATCH_PID=
-		tail -n 3 "$WORK/watch-$n.log" >&2
-		tail -n 3 "$WORK/sim-$n.log" >&2
+		tail -n 3 "$WORK/watch-$idx-$n.log" >&2
+		tail -n 3 "$WORK/sim-$idx-$n.log" >&2
 		result "hosts=$n FAILED: not all Agents known-unbound within ${REG_TIMEOUT}s"
 		FAILED=1
 		return 0
 	fi
 	WATCH_PID=
-	exist_at=$(sed -n 's/^exist_at=//p' "$WORK/watch-$n.out")
-	state_at=$(sed -n 's/^state_at=//p' "$WORK/watch-$n.out")
+	exist_at=$(sed -n 's/^exist_at=//p' "$WORK/watch-$idx-$n.out")
+	state_at=$(sed -n 's/^state_at=//p' "$WORK/watch-$idx-$n.out")
 	REG_S=$(fsub "$exist_at" "$t0")
 	KNOWN_S=$(fsub "$state_at" "$t0")
 	TOTAL_HOSTS=$((TOTAL_HOSTS + n))
-	line=$(grep -m1 'hosts registered' "$WORK/sim-$n.log" | sed 's/^simulate: //' || true)
+	line=$(grep -m1 'hosts registered' "$WORK/sim-$idx-$n.log" | sed 's/^simulate: //' || true)
 	result "hosts=$n agents_exist_s=$REG_S registrations_per_s=$(fdiv "$n" "$REG_S") known_unbound_s=$KNOWN_S known_per_s=$(fdiv "$n" "$KNOWN_S") hub_rss_kb=$(kb_of "$AH_PID" VmRSS) (simulator: ${line:-?})"
 }
 
@@ -347,7 +351,7 @@ if wants hosts; then
 	# the hub may still be working off the registration burst.
 	if ((FAILED == 0)); then
 		sim_pid=${SIM_PIDS[-1]}
-		sim_log=$WORK/sim-$HOSTS.log
+		sim_log=$WORK/sim-1-$HOSTS.log
 		say "steady state: waiting for all $HOSTS hosts to poll a second time"
 		sim_gets=0
 		for _ in $(seq "$REG_TIMEOUT"); do
@@ -373,7 +377,12 @@ if wants hosts; then
 		CPU_PCT=$(awk -v c="$((c1 - c0))" -v hz="$hz" -v t="$secs" 'BEGIN { printf "%.1f", 100 * c / hz / t }')
 		gets=$((g1 - g0))
 		ms_per_get=$(awk -v c="$((c1 - c0))" -v hz="$hz" -v g="$gets" 'BEGIN { printf "%.2f", (g > 0 ? 1000 * c / hz / g : 0) }')
-		result "steady_state hosts=$HOSTS window_s=$secs hub_cpu_pct_of_one_core=$CPU_PCT polls_in_window=$gets polls_per_s=$(fdiv "$gets" "$secs") hub_cpu_ms_per_poll=$ms_per_get load_avg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
+		# If the hub served fewer polls than the hosts' nominal rate (N per
+		# 60 s: it could not keep up, e.g. on a loaded machine), the CPU it
+		# would need at that rate is its cost per poll times N/60.
+		CPU_NOMINAL=$(awk -v ms="$ms_per_get" -v n="$HOSTS" 'BEGIN { printf "%.1f", ms * n / 60 / 10 }')
+		CPU_JUDGED=$(awk -v a="$CPU_PCT" -v b="$CPU_NOMINAL" 'BEGIN { print (a > b ? a : b) }')
+		result "steady_state hosts=$HOSTS window_s=$secs hub_cpu_pct_of_one_core=$CPU_PCT polls_in_window=$gets polls_per_s=$(fdiv "$gets" "$secs") nominal_polls_per_s=$(fdiv "$HOSTS" 60) hub_cpu_ms_per_poll=$ms_per_get hub_cpu_pct_at_nominal_rate=$CPU_NOMINAL load_avg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
 		result "  simulator at the end of the window: $(grep 'simulate: t=' "$sim_log" | tail -n 1 | sed 's/^simulate: //')"
 	fi
 	stop_pid "${SIM_PIDS[-1]}"
@@ -442,7 +451,7 @@ EOF
 		done
 		for p in "${pids[@]}"; do wait "$p" || die "$name: a download failed"; done
 		t1=$(now)
-		bytes=$(cat "$WORK"/stream-"$name"-*.out | awk '{ s += $1 } END { print s }')
+		bytes=$(cat "$WORK"/stream-"$name"-*.out | awk '{ s += $1 } END { printf "%.0f", s }')
 		[[ $bytes == $((size * ISO_CONC * ISO_REPEAT)) ]] || die "$name: got $bytes bytes, expected $((size * ISO_CONC * ISO_REPEAT))"
 		awk -v b="$bytes" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", b / 1048576 / (t1 - t0) }'
 	}
@@ -479,13 +488,19 @@ verdict() { # VALUE OP LIMIT
 		fi
 		printf '%-40s %-18s %s\n' "  (all known-unbound)" "${KNOWN_SECONDS_BIG} s" ""
 	fi
-	if [[ -n $CPU_PCT ]] && ((HOSTS == 10000)); then
-		printf '%-40s %-18s %s\n' "hub CPU < 10% of a core (10,000 hosts)" "${CPU_PCT} %" "$(verdict "$CPU_PCT" '<' 10)"
+	if [[ -n $CPU_PCT && $ms_per_get == 0.00 ]]; then
+		printf '%-40s %-18s %s\n' "hub CPU < 10% of a core (10,000 hosts)" "${CPU_PCT} %" "not judged: no polls in the ${CPU_WINDOW} s window (use >= 60 s)"
+	elif [[ -n $CPU_PCT ]] && ((HOSTS == 10000)); then
+		printf '%-40s %-18s %s\n' "hub CPU < 10% of a core (10,000 hosts)" "${CPU_JUDGED} %" "$(verdict "$CPU_JUDGED" '<' 10) (measured ${CPU_PCT} %, at the nominal 167 polls/s ${CPU_NOMINAL} %)"
 	elif [[ -n $CPU_PCT ]]; then
-		est=$(awk -v c="$CPU_PCT" -v n="$HOSTS" 'BEGIN { printf "%.1f", c * 10000 / n }')
-		printf '%-40s %-18s %s\n' "hub CPU < 10% of a core (10,000 hosts)" "${CPU_PCT} % at $HOSTS" "scaled run (~${est} % for 10,000 if linear)"
+		est=$(awk -v ms="$ms_per_get" 'BEGIN { printf "%.1f", ms * 10000 / 60 / 10 }')
+		printf '%-40s %-18s %s\n' "hub CPU < 10% of a core (10,000 hosts)" "${CPU_JUDGED} % at $HOSTS" "scaled run (~${est} % for 10,000 at ${ms_per_get} ms per poll)"
 	fi
-	[[ -n ${PER_HOST:-} ]] && printf '%-40s %-18s %s\n' "RSS < 100 KB per host" "${PER_HOST} KB" "$(verdict "$PER_HOST" '<' 100)"
+	if [[ -n ${PER_HOST:-} ]]; then
+		note=
+		((HOSTS < 10000)) && note=" (at $TOTAL_HOSTS Agents: the fixed per-connection memory weighs more in small runs)"
+		printf '%-40s %-18s %s\n' "RSS < 100 KB per host" "${PER_HOST} KB" "$(verdict "$PER_HOST" '<' 100)$note"
+	fi
 	[[ -n $ISO_RATIO ]] && printf '%-40s %-18s %s\n' "ISO streaming >= 0.9x nginx" "${ISO_RATIO}x" "$(verdict "$ISO_RATIO" '>=' 0.9)"
 	echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cpus)"
 } | tee -a "$OUT"

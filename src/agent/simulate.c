@@ -610,7 +610,6 @@ static void on_instructions(struct sim *s, struct host *h, bool ok, bool transie
 	json_t *steps = json_object_get(j, "instructions");
 
 	if (!j) {
-		json_decref(j);
 		dedup_flush(h); /* upstream flushes its reply cache on a GET error */
 		if (transient && retry(s, h, PEND_LOOP))
 			return;

@@ -214,9 +214,13 @@ static int cmd_simulate(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (!!nisos == !!nigns) {
-		fprintf(stderr, "agenthub-agent simulate: give --iso (or --iso-list) or --ignition, not both%s\n",
-			nisos ? "" : " (one of them is required)");
+	if (nisos && nigns) {
+		fprintf(stderr, "agenthub-agent simulate: --iso/--iso-list and --ignition exclude each other\n");
+		goto out;
+	}
+	if (!nisos && !nigns) {
+		fprintf(stderr, "agenthub-agent simulate: a discovery image is required: --iso URL, --iso-list FILE "
+			"(with at least one URL) or --ignition FILE\n");
 		goto out;
 	}
 	o.sources = (const char *const *)(nisos ? isos : igns);

@@ -789,7 +789,7 @@ static void save_facts(struct hub *h, const json_t *ie, const char *host_id, con
 {
 	static const char *transient[] = { "ntp_sources", "domain_resolutions", "connectivity",
 					   "disks_info", "images_status", "discovery_agent_version", "timestamp",
-					   NULL };
+					   "api_vip_connectivity", NULL };
 	const json_t *meta = json_object_get(ie, "metadata");
 	struct host_lease *l;
 	int i;
@@ -924,6 +924,45 @@ static int load_host(struct hub *h, const json_t *ie, const char *host_id, json_
 	return 0;
 }
 
+/* Day-2 hosts in known, insufficient or pending-for-input also check that
+ * they can fetch their ignition from the spoke's API (backend.md §7.4,
+ * api-vip-connectivity-check), which ignition-downloadable needs. */
+static void add_api_vip_check(json_t *steps, const json_t *host, const json_t *cluster)
+{
+	static const char *const states[] = { "known", "insufficient", "pending-for-input", NULL };
+	const char *st = jstr(host, "status"), *const *s;
+	json_t *list = json_object_get(steps, "instructions"), *step;
+	char id[64], url[512], hex[9];
+	char *arg;
+	size_t i;
+
+	if (!cluster || !json_is_array(list) || !jstr(host, "kind") ||
+	    strcmp(jstr(host, "kind"), "AddToExistingClusterHost") != 0 || !st)
+		return;
+	for (s = states; *s && strcmp(*s, st) != 0; s++)
+		;
+	if (!*s)
+		return;
+	json_array_foreach(list, i, step)
+		if (jstr(step, "step_type") && strcmp(jstr(step, "step_type"), "api-vip-connectivity-check") == 0)
+			return;
+	if (util_random_hex(hex, 4) < 0)
+		return;
+	snprintf(id, sizeof(id), "api-vip-connectivity-check-%s", hex);
+	snprintf(url, sizeof(url), "http://api.%s.%s:22624/config/worker", jstr(cluster, "name") ? jstr(cluster, "name") : "",
+		 jstr(cluster, "base_dns_domain") ? jstr(cluster, "base_dns_domain") : "");
+	{
+		json_t *a = json_pack("{s:s}", "url", url);
+
+		arg = a ? json_dumps(a, JSON_COMPACT) : NULL;
+		json_decref(a);
+	}
+	if (arg)
+		json_array_append_new(list, json_pack("{s:s,s:s,s:[s]}", "step_type", "api-vip-connectivity-check",
+						      "step_id", id, "args", arg));
+	free(arg);
+}
+
 static enum MHD_Result do_instructions(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
 {
 	json_t *agent = NULL, *host = NULL, *steps;
@@ -953,6 +992,7 @@ static enum MHD_Result do_instructions(struct hub *h, struct http_req *req, cons
 	sctx.controller_image = CONTROLLER_IMAGE;
 	steps = host_next_steps(host, jstr(host, "kind") && strcmp(jstr(host, "kind"), "AddToExistingClusterHost") == 0,
 				&sctx);
+	add_api_vip_check(steps, host, hc.cluster);
 	host_cluster_release(&hc);
 	res = http_reply_json(req, 200, steps);
 	json_decref(steps);
@@ -976,6 +1016,16 @@ static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const 
 	}
 	host_cluster_load(h, agent, host, &hc);
 	r = host_apply_step_reply_cluster(host, body, hc.cluster, &err);
+	/* A day-2 host's view of the spoke API (ignition-downloadable). */
+	if (r == 0 && jstr(body, "step_type") && strcmp(jstr(body, "step_type"), "api-vip-connectivity-check") == 0 &&
+	    json_integer_value(json_object_get(body, "exit_code")) == 0 && jstr(body, "output")) {
+		json_t *out = json_loads(jstr(body, "output"), 0, NULL);
+
+		if (json_is_object(out))
+			json_object_set_new(host, "api_vip_connectivity", out);
+		else
+			json_decref(out);
+	}
 	json_decref(body);
 	if (r < 0) {
 		host_cluster_release(&hc);
@@ -1021,6 +1071,7 @@ static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const js
 			r = host_pass_in(h, agent, host, false, &hc) == -ESTALE ? -ESTALE : 0;
 	}
 	if (r < 0 && r != -ESTALE) {
+		log_debug("agent API: progress of host %s refused: %s", host_id, err.message);
 		res = api_error(req, err.status ? (unsigned)err.status : 400, "%s", err.message);
 	} else if (r == -ESTALE) {
 		res = api_error(req, 503, "host %s is being updated, try again", host_id);
