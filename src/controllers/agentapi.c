@@ -26,6 +26,7 @@
 #include "assisted/inventory.h"
 #include "assisted/progress.h"
 #include "assisted/steps.h"
+#include "assisted/validations.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "image/ignition.h"
@@ -722,12 +723,37 @@ static void refresh_host(struct hub *h, json_t *host, const struct host_cluster 
 /* The pass writes only over the Agent it read (compare-and-swap): the
  * cluster controller moves hosts too, and a pass must never undo what it
  * wrote in between.  -ESTALE then; the next poll recomputes. */
+/* The installation disk is chosen when the inventory arrives; a host whose
+ * Agent shows an inventory but no disk (that write was lost to a concurrent
+ * one, or the Agent was restored) gets it chosen now, or its preparation
+ * would wait forever for a disk speed check of no disk. */
+static bool ensure_installation_disk(json_t *host)
+{
+	const char *cur = jstr(host, "installation_disk_id");
+	json_t *inv;
+	bool changed;
+
+	if (cur && *cur)
+		return false;
+	inv = parse_maybe_text(json_object_get(host, "inventory"));
+	if (!json_is_object(inv)) {
+		json_decref(inv);
+		return false;
+	}
+	host_choose_installation_disk(host, inv);
+	changed = jstr(host, "installation_disk_id") && *jstr(host, "installation_disk_id");
+	json_decref(inv);
+	return changed;
+}
+
 static int host_pass_in(struct hub *h, const json_t *agent, json_t *host, bool refresh,
 			const struct host_cluster *hc)
 {
 	ah_err err;
 	bool failed = false;
 	bool changed = spec_sync(h, agent, host, &failed, &err);
+
+	changed |= ensure_installation_disk(host);
 
 	if (refresh || changed)
 		refresh_host(h, host, hc);

@@ -722,6 +722,50 @@ static void spec_fail(struct cluster_ctx *c, bool input, const char *msg)
 	}
 }
 
+/* §4.3 step 6: the manifests ConfigMaps must exist and their keys (the
+ * manifest file names) be unique across them; the list beats the
+ * deprecated single reference.  Errors are BackendErrors, as upstream
+ * does not unwrap them. */
+static void check_manifests(struct hub *h, struct cluster_ctx *c)
+{
+	const json_t *spec = json_object_get(c->aci, "spec"), *refs = json_object_get(spec, "manifestsConfigMapRefs");
+	const struct kube_kind *k_cm = kube_registry_by_kind(h->reg, "v1", "ConfigMap");
+	const char *ns = meta_str(c->aci, "namespace");
+	json_t *names = json_array(), *seen = json_object(), *r;
+	char msg[AH_ERR_MSG_MAX];
+	size_t i;
+
+	if (json_array_size(refs)) {
+		json_array_foreach(refs, i, r)
+			if (jstr(r, "name"))
+				json_array_append_new(names, json_string(jstr(r, "name")));
+	} else if (jstr(json_object_get(spec, "manifestsConfigMapRef"), "name")) {
+		json_array_append_new(names, json_string(jstr(json_object_get(spec, "manifestsConfigMapRef"), "name")));
+	}
+	json_array_foreach(names, i, r) {
+		json_t *cm = NULL, *v;
+		const char *key;
+		ah_err err;
+
+		if (!k_cm || kube_get(h->api, k_cm, ns, json_string_value(r), &cm, &err) < 0) {
+			snprintf(msg, sizeof(msg), "Failed to get referenced ConfigMap %s/%s: configmaps \"%s\" not found", ns,
+				 json_string_value(r), json_string_value(r));
+			spec_fail(c, false, msg);
+			break;
+		}
+		json_object_foreach(json_object_get(cm, "data"), key, v) {
+			if (json_object_get(seen, key)) {
+				snprintf(msg, sizeof(msg), "Conflict in manifest names ('%s' is not unique)", key);
+				spec_fail(c, false, msg);
+			}
+			json_object_set_new(seen, key, json_true());
+		}
+		json_decref(cm);
+	}
+	json_decref(names);
+	json_decref(seen);
+}
+
 /* The state a model rebuilt from the CRs starts from: the record, or, if it
  * is lost, what the ACI status still shows. */
 static json_t *prev_state_of(struct cluster_ctx *c)
@@ -803,6 +847,9 @@ static int load_cluster(struct hub *h, struct cluster_ctx *c)
 	/* Step 5, after the registration: the install-config overrides. */
 	if (c->cluster && c->spec_ok && !installed && overrides && installconfig_check_overrides(overrides, &err) < 0)
 		spec_fail(c, true, err.message);
+	/* Step 6: the manifests ConfigMaps (day-1). */
+	if (c->cluster && c->spec_ok && !installed)
+		check_manifests(h, c);
 	if (c->cluster) {
 		json_object_set_new(c->cluster, "id", json_string(meta_str(c->aci, "uid")));
 		json_object_set_new(c->cluster, "pull_secret_set", json_boolean(c->pull_secret != NULL));
@@ -1135,9 +1182,18 @@ static void install_day2(struct cluster_ctx *c, int64_t now)
 	ah_err err;
 	size_t i;
 
+	static const char *const pre[] = { "discovering", "known", "insufficient", "pending-for-input",
+					   "disconnected", NULL };
+
 	if (!streq(jstr(c->cluster, "status"), "adding-hosts"))
 		return;
 	json_array_foreach(c->hosts, i, host) {
+		/* Every host a day-2 cluster gets is a day-2 worker (§4.2), also
+		 * one whose registration raced with the cluster's move. */
+		if (host_in(host, pre) && !streq(jstr(host, "kind"), "AddToExistingClusterHost")) {
+			json_object_set_new(host, "kind", json_string("AddToExistingClusterHost"));
+			json_object_set_new(host, "suggested_role", json_string("worker"));
+		}
 		if (!streq(jstr(host, "status"), "known") || !json_is_true(json_object_get(host, "approved")))
 			continue;
 		if (!streq(jstr(host, "kind"), "AddToExistingClusterHost"))

@@ -82,6 +82,8 @@ struct hub {
 	pthread_cond_t qcond;
 	json_t *queue;             /* object: "kind/ns/name" -> true */
 	json_t *delayed;           /* object: "kind/ns/name" -> due time (monotonic ms) */
+	pthread_mutex_t ie_lock;   /* guards ie_by_uid */
+	json_t *ie_by_uid;         /* object: InfraEnv uid -> "ns/name" (a lookup hint) */
 	int64_t last_rev;
 
 	/* Cluster installation (cluster.c). */

@@ -192,13 +192,47 @@ static int find_visit(const store_obj *so, void *userdata)
 int hub_find_infraenv(struct hub *h, const char *infra_env_id, json_t **ret)
 {
 	struct find_ctx fc = { .uid = infra_env_id };
+	const char *key = NULL;
+	char ns[256], name[256];
+	store_obj *so = NULL;
 	int r;
 
 	if (!infra_env_id || strlen(infra_env_id) != 36)
 		return -ENOENT;
+	/* Every agent request names its infra-env: remember where each uid
+	 * lives so that a lookup is one read, not a scan of all InfraEnvs.
+	 * The uid is checked on every hit (a deleted and recreated InfraEnv
+	 * has a new one), and a miss falls back to the scan. */
+	pthread_mutex_lock(&h->ie_lock);
+	key = json_string_value(json_object_get(h->ie_by_uid, infra_env_id));
+	if (key && sscanf(key, "%255[^/]/%255s", ns, name) != 2)
+		key = NULL;
+	pthread_mutex_unlock(&h->ie_lock);
+	if (key && store_get(h->store, h->k_infraenv->store_key, ns, name, &so) == 0) {
+		if (find_visit(so, &fc) == 1) {
+			store_obj_free(so);
+			*ret = fc.found;
+			return 0;
+		}
+		store_obj_free(so);
+	}
 	r = store_list(h->store, h->k_infraenv->store_key, NULL, NULL, NULL, find_visit, &fc, NULL);
 	if (r < 0)
 		return r;
+	pthread_mutex_lock(&h->ie_lock);
+	if (!fc.found) {
+		json_object_del(h->ie_by_uid, infra_env_id);
+	} else {
+		const json_t *meta = json_object_get(fc.found, "metadata");
+		char buf[520];
+
+		if (json_object_size(h->ie_by_uid) >= 65536)
+			json_object_clear(h->ie_by_uid);
+		snprintf(buf, sizeof(buf), "%s/%s", json_string_value(json_object_get(meta, "namespace")),
+			 json_string_value(json_object_get(meta, "name")));
+		json_object_set_new(h->ie_by_uid, infra_env_id, json_string(buf));
+	}
+	pthread_mutex_unlock(&h->ie_lock);
 	if (!fc.found)
 		return -ENOENT;
 	*ret = fc.found;
@@ -584,6 +618,8 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 	pthread_cond_init(&h->qcond, NULL);
 	h->queue = json_object();
 	h->delayed = json_object();
+	h->ie_by_uid = json_object();
+	pthread_mutex_init(&h->ie_lock, NULL);
 	r = load_os_images(h, err);
 	if (r == 0)
 		r = jwt_keys_load_or_create(cfg->data_dir, &h->keys, err);
@@ -626,6 +662,8 @@ void hub_free(struct hub *h)
 	jwt_keys_free(h->keys);
 	json_decref(h->queue);
 	json_decref(h->delayed);
+	json_decref(h->ie_by_uid);
+	pthread_mutex_destroy(&h->ie_lock);
 	hub_cluster_release(h);
 	free(h->service_url);
 	free(h->hub_ca_pem);

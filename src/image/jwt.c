@@ -12,6 +12,7 @@
 #include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,8 +28,21 @@
 #define ES256_SIG_LEN (2 * ES256_COORD)
 #define JWT_HEADER "{\"alg\":\"ES256\",\"typ\":\"JWT\"}"
 
+/* Tokens whose signature has been checked: every poll of every host carries
+ * the same few tokens, and an ECDSA verification costs far more than the
+ * rest of a request.  Only the signature result is remembered (keyed by
+ * the whole token, so a changed byte is a new entry); expiry is checked on
+ * every use.  Bounded: emptied when full. */
+#define SIG_CACHE_MAX 4096
+
+struct sig_cache {
+	pthread_mutex_t lock;
+	json_t *ok; /* token -> true */
+};
+
 struct jwt_keys {
 	EVP_PKEY *pkey;
+	struct sig_cache *cache;
 };
 
 /* ---- base64url ---- */
@@ -238,6 +252,14 @@ int jwt_keys_load_or_create(const char *dir, struct jwt_keys **ret, ah_err *err)
 		return -ENOMEM;
 	}
 	keys->pkey = pkey;
+	keys->cache = calloc(1, sizeof(*keys->cache));
+	if (!keys->cache || !(keys->cache->ok = json_object())) {
+		free(keys->cache);
+		EVP_PKEY_free(pkey);
+		free(keys);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&keys->cache->lock, NULL);
 	*ret = keys;
 	return 0;
 }
@@ -246,8 +268,36 @@ void jwt_keys_free(struct jwt_keys *keys)
 {
 	if (!keys)
 		return;
+	if (keys->cache) {
+		json_decref(keys->cache->ok);
+		pthread_mutex_destroy(&keys->cache->lock);
+		free(keys->cache);
+	}
 	EVP_PKEY_free(keys->pkey);
 	free(keys);
+}
+
+static bool sig_cached(const struct jwt_keys *keys, const char *token)
+{
+	bool hit;
+
+	if (!keys->cache)
+		return false;
+	pthread_mutex_lock(&keys->cache->lock);
+	hit = json_object_get(keys->cache->ok, token) != NULL;
+	pthread_mutex_unlock(&keys->cache->lock);
+	return hit;
+}
+
+static void sig_remember(const struct jwt_keys *keys, const char *token)
+{
+	if (!keys->cache)
+		return;
+	pthread_mutex_lock(&keys->cache->lock);
+	if (json_object_size(keys->cache->ok) >= SIG_CACHE_MAX)
+		json_object_clear(keys->cache->ok);
+	json_object_set_new(keys->cache->ok, token, json_true());
+	pthread_mutex_unlock(&keys->cache->lock);
 }
 
 /* ---- sign / verify ---- */
@@ -403,9 +453,12 @@ int jwt_verify(const struct jwt_keys *keys, const char *token, json_t **ret_clai
 		r = bad(err, -EINVAL, "token is malformed: bad signature encoding");
 		goto fail;
 	}
-	if (!sig_ok(keys, token, (size_t)(d2 - token), raw)) {
-		r = bad(err, -EACCES, "token signature is invalid");
-		goto fail;
+	if (!sig_cached(keys, token)) {
+		if (!sig_ok(keys, token, (size_t)(d2 - token), raw)) {
+			r = bad(err, -EACCES, "token signature is invalid");
+			goto fail;
+		}
+		sig_remember(keys, token);
 	}
 	exp = json_object_get(claims, "exp");
 	if (exp) {

@@ -352,6 +352,16 @@ def test_input_errors_are_reported(ihub):
     hub.apply_obj(cd)
     hub.apply_obj(multi_node_aci("nops-aci", "nops"))
     hub.apply_obj(multi_node_aci("orphan-aci", "absent-cd"))
+    hub.kubectl("-n", NS, "create", "configmap", "m1", "--from-literal=a.yaml=kind: A")
+    hub.kubectl("-n", NS, "create", "configmap", "m2", "--from-literal=a.yaml=kind: B")
+    hub.apply_obj(cluster_deployment("dupman", "dupman-aci"))
+    aci = multi_node_aci("dupman-aci", "dupman")
+    aci["spec"]["manifestsConfigMapRefs"] = [{"name": "m1"}, {"name": "m2"}]
+    hub.apply_obj(aci)
+    hub.apply_obj(cluster_deployment("noman", "noman-aci"))
+    aci = multi_node_aci("noman-aci", "noman")
+    aci["spec"]["manifestsConfigMapRef"] = {"name": "absent-cm"}
+    hub.apply_obj(aci)
 
     def spec(name):
         c = conds_of(hub.kubectl_json("-n", NS, "get", "aci", name))
@@ -369,6 +379,12 @@ def test_input_errors_are_reported(ihub):
     s = wait_for(lambda: spec("orphan-aci"), timeout=20, what="orphan SpecSynced")
     assert s["message"] == ("The Spec could not be synced due to an input error: ClusterDeployment with name "
                             f"'absent-cd' in namespace '{NS}' not found. Ensure that the CRD is already applied.")
+    s = wait_for(lambda: spec("dupman-aci"), timeout=20, what="dupman SpecSynced")
+    assert s["reason"] == "BackendError", s
+    assert s["message"] == ("The Spec could not be synced due to backend error: "
+                            "Conflict in manifest names ('a.yaml' is not unique)"), s
+    s = wait_for(lambda: spec("noman-aci"), timeout=20, what="noman SpecSynced")
+    assert "Failed to get referenced ConfigMap" in s["message"] and "absent-cm" in s["message"], s
     c = conds_of(hub.kubectl_json("-n", NS, "get", "aci", "orphan-aci"))
     assert c["Completed"]["reason"] == "NotAvailable" and c["Completed"]["status"] == "Unknown", c
 

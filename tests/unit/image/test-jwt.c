@@ -366,6 +366,38 @@ static void test_b64url_rows(void **state)
 	}
 }
 
+/* The verified-signature cache: a token verified once verifies again (from
+ * the cache), a token differing in one signature byte still fails, and an
+ * expiry is judged on every use, cached signature or not. */
+static void test_signature_cache(void **state)
+{
+	struct fixture *f = *state;
+	char *tok = sign_json(f->keys, "{\"infra_env_id\":\"x\"}");
+	char *exp_tok = sign_json(f->keys, "{\"sub\":\"y\",\"exp\":1}");
+	json_t *claims = NULL;
+	ah_err err = { 0 };
+	size_t n = strlen(tok);
+	char *bad = strdup(tok);
+
+	assert_non_null(bad);
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(jwt_verify(f->keys, tok, &claims, &err), 0);
+		assert_string_equal(json_string_value(json_object_get(claims, "infra_env_id")), "x");
+		json_decref(claims);
+		claims = NULL;
+		/* one changed character of the signature */
+		bad[n - 3] = bad[n - 3] == 'A' ? 'B' : 'A';
+		assert_true(jwt_verify(f->keys, bad, &claims, &err) < 0);
+		assert_null(claims);
+		memcpy(bad, tok, n);
+		assert_int_equal(jwt_verify(f->keys, exp_tok, &claims, &err), -EKEYEXPIRED);
+		assert_null(claims);
+	}
+	free(bad);
+	free(tok);
+	free(exp_tok);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -375,6 +407,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wrong_alg, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exp_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keys_persist, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_signature_cache, setup, teardown),
 		cmocka_unit_test(test_b64url_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
