@@ -496,6 +496,8 @@ static json_t *host_of(struct hub *h, const json_t *agent, const char *ie_id, en
 		if (use == LEASE_NEW_BOOT) {
 			json_decref(l->facts);
 			l->facts = json_object();
+			l->fast_rev = 0;
+			l->facts_gen++;
 		}
 		lease_note_status(l, agent);
 		host = l->facts ? host_model(agent, l) : NULL;
@@ -823,9 +825,85 @@ static void save_facts(struct hub *h, const json_t *ie, const char *host_id, con
 	pthread_mutex_lock(&h->lock);
 	l = lease_find(h, jstr(meta, "namespace"), host_id);
 	for (i = 0; l && transient[i]; i++)
-		if (json_object_get(host, transient[i]))
+		if (json_object_get(host, transient[i]) &&
+		    !json_equal(json_object_get(l->facts, transient[i]), json_object_get(host, transient[i]))) {
 			json_object_set(l->facts, transient[i], json_object_get(host, transient[i]));
+			/* The host's clock alone does not end a quick poll: it is
+			 * judged again at the next full pass. */
+			if (strcmp(transient[i], "timestamp") != 0)
+				l->facts_gen++;
+		}
 	pthread_mutex_unlock(&h->lock);
+}
+
+#define HOST_FULL_PASS_S 300
+
+static bool quick_poll_state(const char *st)
+{
+	return !strcmp(st, "discovering-unbound") || !strcmp(st, "insufficient-unbound") ||
+	       !strcmp(st, "known-unbound");
+}
+
+/* After a full pass: if nothing wrote the Agent meanwhile (its revision is
+ * still the one the pass read), the next polls may be quick ones. */
+static void quick_poll_arm(struct hub *h, const char *ns, const char *host_id, const json_t *agent,
+			   const json_t *host, uint64_t gen)
+{
+	const char *rv = jstr(json_object_get(agent, "metadata"), "resourceVersion");
+	store_obj *so = NULL;
+	struct host_lease *l;
+	int64_t rev = rv ? strtoll(rv, NULL, 10) : 0;
+
+	if (store_get(h->store, h->k_agent->store_key, ns, host_id, &so) < 0)
+		return;
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, ns, host_id);
+	if (l) {
+		l->fast_rev = 0;
+		if (rev > 0 && so->rev == rev && jstr(host, "status") && quick_poll_state(jstr(host, "status")) &&
+		    strlen(jstr(host, "status")) < sizeof(l->fast_status)) {
+			l->fast_rev = rev;
+			l->fast_at = time(NULL);
+			l->fast_gen = gen;
+			snprintf(l->fast_status, sizeof(l->fast_status), "%s", jstr(host, "status"));
+		}
+	}
+	pthread_mutex_unlock(&h->lock);
+	store_obj_free(so);
+}
+
+/* A quick poll: the host's next steps from what the last full pass found,
+ * without reading the Agent's JSON or running the state machine.  false:
+ * do a full pass. */
+static bool quick_poll(struct hub *h, const json_t *ie, const char *host_id, const struct steps_ctx *sctx,
+		       long long ts, json_t **ret_steps)
+{
+	const json_t *meta = json_object_get(ie, "metadata");
+	const char *ns = jstr(meta, "namespace"), *ie_id = jstr(meta, "uid");
+	store_obj *so = NULL;
+	struct host_lease *l;
+	char status[48] = "";
+	json_t *host;
+
+	if (!ns || !ie_id || store_get(h->store, h->k_agent->store_key, ns, host_id, &so) < 0)
+		return false;
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, ns, host_id);
+	if (l && l->fast_rev && l->fast_rev == so->rev && l->fast_gen == l->facts_gen &&
+	    time(NULL) - l->fast_at < HOST_FULL_PASS_S && strcmp(l->infra_env_id, ie_id) == 0) {
+		lease_touch(h, l);
+		if (ts > 0)
+			json_object_set_new(l->facts, "timestamp", json_integer(ts));
+		snprintf(status, sizeof(status), "%s", l->fast_status);
+	}
+	pthread_mutex_unlock(&h->lock);
+	store_obj_free(so);
+	if (!status[0])
+		return false;
+	host = json_pack("{s:s, s:s}", "id", host_id, "status", status);
+	*ret_steps = host ? host_next_steps(host, false, sctx) : NULL;
+	json_decref(host);
+	return *ret_steps != NULL;
 }
 
 static enum MHD_Result do_register(struct hub *h, struct http_req *req, const json_t *ie)
@@ -996,21 +1074,40 @@ static enum MHD_Result do_instructions(struct hub *h, struct http_req *req, cons
 	enum MHD_Result res;
 
 	struct host_cluster hc;
+	long long ts = 0;
+	uint64_t gen = 0;
 
-	if (load_host(h, ie, host_id, &agent, &host) < 0)
-		return api_error(req, 404, "host %s not found", host_id);
 	/* The host's clock (?timestamp=<unix s>) for time-synced-between-host-and-service. */
 	if (http_query(req, "timestamp")) {
 		char *end;
-		long long ts = strtoll(http_query(req, "timestamp"), &end, 10);
 
-		if (!*end && ts > 0) {
-			json_object_set_new(host, "timestamp", json_integer(ts));
-			save_facts(h, ie, host_id, host);
-		}
+		ts = strtoll(http_query(req, "timestamp"), &end, 10);
+		if (*end || ts <= 0)
+			ts = 0;
 	}
+	sctx.infra_env_id = jstr(json_object_get(ie, "metadata"), "uid");
+	if (quick_poll(h, ie, host_id, &sctx, ts, &steps)) {
+		res = http_reply_json(req, 200, steps);
+		json_decref(steps);
+		return res;
+	}
+	if (load_host(h, ie, host_id, &agent, &host) < 0)
+		return api_error(req, 404, "host %s not found", host_id);
+	if (ts > 0) {
+		json_object_set_new(host, "timestamp", json_integer(ts));
+		save_facts(h, ie, host_id, host);
+	}
+	pthread_mutex_lock(&h->lock);
+	{
+		struct host_lease *l = lease_find(h, jstr(json_object_get(ie, "metadata"), "namespace"), host_id);
+
+		gen = l ? l->facts_gen : 0;
+	}
+	pthread_mutex_unlock(&h->lock);
 	host_cluster_load(h, agent, host, &hc);
 	host_pass_in(h, agent, host, true, &hc);
+	if (!hc.cluster)
+		quick_poll_arm(h, jstr(json_object_get(ie, "metadata"), "namespace"), host_id, agent, host, gen);
 	sctx.cluster = hc.cluster;
 	sctx.cluster_hosts = hc.hosts;
 	sctx.infra_env_id = jstr(json_object_get(ie, "metadata"), "uid");

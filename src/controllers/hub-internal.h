@@ -48,6 +48,14 @@ struct host_lease {
 				    * starts them afresh) */
 	json_t *applied;         /* the Agent spec fields last applied (agentapi.c);
 				  * NULL until read from its HOSTSPEC_RESOURCE record */
+	/* The quick poll (agentapi.c): an unbound host whose Agent (fast_rev)
+	 * and reported facts (facts_gen) have not changed since a full pass
+	 * less than HOST_FULL_PASS_S ago only needs its next steps. */
+	int64_t fast_rev;        /* Agent revision a full pass wrote nothing at; 0 = none */
+	int64_t fast_at;         /* when that pass ran (unix s) */
+	uint64_t facts_gen;      /* bumped by every fact a step reply saves */
+	uint64_t fast_gen;       /* facts_gen at that pass */
+	char fast_status[48];    /* the host's status after that pass */
 	struct host_lease *hnext;        /* hash bucket chain */
 	struct host_lease *prev, *next;  /* h->lease_active (oldest check-in first) or,
 					  * once swept, h->lease_quiet */
