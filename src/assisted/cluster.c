@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assisted/cidr.h"
 #include "assisted/installconfig.h"
 #include "assisted/progress.h"
 #include "assisted/validations.h"
@@ -116,12 +117,6 @@ static json_int_t control_plane_count(const json_t *cluster)
 
 /* ---- IP and CIDR helpers (inet_pton only; pure) ---- */
 
-struct cidr {
-	int family; /* 4 or 6 */
-	unsigned char addr[16];
-	int prefix;
-};
-
 static bool parse_cidr(const char *s, struct cidr *c, bool need_prefix)
 {
 	char buf[64];
@@ -152,32 +147,6 @@ static bool parse_cidr(const char *s, struct cidr *c, bool need_prefix)
 		return false;
 	c->prefix = (int)p;
 	return true;
-}
-
-static bool prefix_eq(const unsigned char *a, const unsigned char *b, int prefix)
-{
-	int full = prefix / 8, rem = prefix % 8;
-
-	if (memcmp(a, b, (size_t)full) != 0)
-		return false;
-	if (rem) {
-		unsigned char m = (unsigned char)(0xff << (8 - rem));
-
-		return (a[full] & m) == (b[full] & m);
-	}
-	return true;
-}
-
-static bool cidr_contains(const struct cidr *net, const struct cidr *ip)
-{
-	return net->family == ip->family && prefix_eq(net->addr, ip->addr, net->prefix);
-}
-
-static bool cidr_overlap(const struct cidr *a, const struct cidr *b)
-{
-	int p = a->prefix < b->prefix ? a->prefix : b->prefix;
-
-	return a->family == b->family && prefix_eq(a->addr, b->addr, p);
 }
 
 static void cidr_mask(struct cidr *c)

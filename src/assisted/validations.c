@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "assisted/cidr.h"
 #include "assisted/inventory.h"
 #include "base/strbuf.h"
 
@@ -343,12 +344,6 @@ void host_choose_installation_disk(json_t *host, const json_t *inv)
 
 /* ---- IP helpers ---- */
 
-struct cidr {
-	int family; /* 4 or 6 */
-	unsigned char addr[16];
-	int prefix;
-};
-
 static bool parse_cidr(const char *s, struct cidr *c, bool need_prefix)
 {
 	char buf[64];
@@ -368,33 +363,6 @@ static bool parse_cidr(const char *s, struct cidr *c, bool need_prefix)
 		return false;
 	c->prefix = slash ? atoi(slash + 1) : (c->family == 4 ? 32 : 128);
 	return c->prefix >= 0 && c->prefix <= (c->family == 4 ? 32 : 128);
-}
-
-/* Whether the first `prefix` bits of a and b agree. */
-static bool prefix_eq(const unsigned char *a, const unsigned char *b, int prefix)
-{
-	int full = prefix / 8, rem = prefix % 8;
-
-	if (memcmp(a, b, (size_t)full) != 0)
-		return false;
-	if (rem) {
-		unsigned char m = (unsigned char)(0xff << (8 - rem));
-
-		return (a[full] & m) == (b[full] & m);
-	}
-	return true;
-}
-
-static bool cidr_contains(const struct cidr *net, const struct cidr *ip)
-{
-	return net->family == ip->family && prefix_eq(net->addr, ip->addr, net->prefix);
-}
-
-static bool cidr_overlap(const struct cidr *a, const struct cidr *b)
-{
-	int p = a->prefix < b->prefix ? a->prefix : b->prefix;
-
-	return a->family == b->family && prefix_eq(a->addr, b->addr, p);
 }
 
 /* ---- the validation run ---- */
