@@ -342,7 +342,27 @@ static json_t *reply_images(const json_t *args)
 	return json_pack("{s:o}", "images", out);
 }
 
-static json_t *reply_vips(const json_t *args)
+/* The real agent asks the VIP's network who holds the address (ARP): an
+ * answer means it is taken ("failed"), silence that it is free
+ * ("succeeded").  Here the gateway and the fleet's own hosts answer; a VIP
+ * outside the fleet's subnet is on no network of the host, so nothing can be
+ * asked ("unverified"). */
+static const char *vip_verdict(const struct fakehost_fleet *f, const char *vip)
+{
+	uint32_t a, first = f->net + FAKEHOST_FIRST_HOST, last = first + f->hosts - 1;
+	struct in_addr in;
+
+	if (!vip || inet_pton(AF_INET, vip, &in) != 1)
+		return "unverified";
+	a = ntohl(in.s_addr);
+	if ((a & ~(bcast(f) ^ f->net)) != f->net)
+		return "unverified";
+	if (a == f->net + 1 || (a >= first && a <= last))
+		return "failed";
+	return "succeeded";
+}
+
+static json_t *reply_vips(const struct fakehost_fleet *f, const json_t *args)
 {
 	json_t *a = arg_json(args, 0), *out = json_array(), *v;
 	size_t k;
@@ -350,7 +370,8 @@ static json_t *reply_vips(const json_t *args)
 	json_array_foreach(a, k, v)
 		json_array_append_new(out, json_pack("{s:O, s:O, s:s}", "vip", json_object_get(v, "vip") ?: json_null(),
 						     "vip_type", json_object_get(v, "vip_type") ?: json_null(),
-						     "verification", "succeeded"));
+						     "verification",
+						     vip_verdict(f, json_string_value(json_object_get(v, "vip")))));
 	json_decref(a);
 	return out;
 }
@@ -400,7 +421,7 @@ int fakehost_step_reply(const struct fakehost_fleet *f, unsigned i, const char *
 	} else if (!strcmp(step_type, "tang-connectivity-check")) {
 		out = json_pack("{s:b, s:[]}", "is_success", 1, "tang_server_response");
 	} else if (!strcmp(step_type, "verify-vips")) {
-		out = reply_vips(args);
+		out = reply_vips(f, args);
 	} else if (!strcmp(step_type, "upgrade-agent")) {
 		a = arg_json(args, 0);
 		out = json_pack("{s:s, s:s}", "agent_image",

@@ -50,7 +50,9 @@ json_t *fakehost_inventory(const struct fakehost_fleet *f, unsigned i);
 /* The reply host i gives to a step: *ret_exit_code and a malloc'd *ret_output (JSON text,
  * or "" for steps whose reply carries nothing; caller frees).  `args` is the step's args
  * array as received (may be NULL).  Successful, plausible results for every step type;
- * unknown types get exit code 0 and "".  0 or -ENOMEM. */
+ * unknown types get exit code 0 and "".  verify-vips answers as an ARP probe would:
+ * "failed" for the gateway's and the fleet's own addresses, "succeeded" for the other
+ * addresses of the subnet, "unverified" outside it.  0 or -ENOMEM. */
 int fakehost_step_reply(const struct fakehost_fleet *f, unsigned i, const char *step_type,
 			const json_t *args, int *ret_exit_code, char **ret_output);
 

@@ -7,9 +7,11 @@
  * max_inflight request slots frees up.  libcurl's multi interface carries the requests and
  * keeps connections alive between them.
  *
- * A host has at most one loop timer and one stage timer pending at any time: every path
- * that finishes a request schedules (or readies) the next action exactly once, so a host
- * never runs two loops at once. */
+ * A host has at most one loop timer and one stage timer pending at any time (plus, with
+ * --reboot-after, one watch or reboot timer): every path that finishes a request schedules
+ * (or readies) the next action exactly once, so a host never runs two loops at once.  A
+ * reboot starts the host afresh; the timers it set before carry the old boot number and
+ * are dropped when they fire. */
 #include "agent/simulate.h"
 
 #include <curl/curl.h>
@@ -34,6 +36,9 @@
 #define RETRY_MAX_MS 10000
 #define DEDUP_SLOTS 8
 #define DEDUP_TTL_MS 3600000       /* upstream keeps the last reply per step type for 1 h */
+#define WATCH_MIN_MS 8000          /* installed hosts are looked at every 10 s, jittered */
+#define WATCH_MAX_MS 12000
+#define BOOT_MASK 0xffffffu        /* struct timer keeps the low 24 bits of the host's boot */
 
 const char *const simulate_state_names[SIM_NSTATES] = {
 	[SIM_UNREGISTERED] = "unregistered", [SIM_DISCOVERY] = "discovery",
@@ -41,14 +46,18 @@ const char *const simulate_state_names[SIM_NSTATES] = {
 	[SIM_PREPARING] = "preparing",       [SIM_INSTALLING] = "installing",
 	[SIM_INSTALLED] = "installed",       [SIM_FAILED] = "failed",
 	[SIM_ERROR] = "error",               [SIM_REFUSED] = "refused",
+	[SIM_STOPPED_UPUA] = "stopped-upua",
 };
 
-enum phase { PH_REGISTER, PH_GET, PH_REPLY, PH_GONE };
-enum req { REQ_NONE, REQ_REGISTER, REQ_GET, REQ_REPLY, REQ_PROGRESS, REQ_N };
-static const char *const REQ_NAMES[REQ_N] = { "", "register", "instructions", "replies", "progress" };
+enum phase { PH_REGISTER, PH_GET, PH_REPLY, PH_CHECK, PH_GONE };
+enum req { REQ_NONE, REQ_REGISTER, REQ_GET, REQ_REPLY, REQ_PROGRESS, REQ_CHECK, REQ_WATCH, REQ_N };
+static const char *const REQ_NAMES[REQ_N] = { "", "register", "instructions", "replies", "progress",
+					      "checks", "watches" };
 
 #define PEND_LOOP 1u
 #define PEND_STAGE 2u
+#define PEND_WATCH 4u  /* look at an installed host's state (--reboot-after) */
+#define PEND_REBOOT 8u /* reboot a stopped host into the discovery image */
 
 struct dedup {
 	uint64_t type_hash, out_hash;
@@ -70,6 +79,7 @@ struct host {
 	int next_secs;
 	bool exit_after;
 	bool rebooted;       /* past the Rebooting stage: the agent is gone */
+	unsigned boot;       /* boots so far; timers set in an earlier boot are void */
 	const char *const *stages;
 	size_t nstages, stage_pos;
 	enum req req;
@@ -85,7 +95,8 @@ struct host {
 struct timer {
 	int64_t due;
 	unsigned host;
-	unsigned kind;
+	unsigned kind : 8;
+	unsigned boot : 24; /* the host's boot & BOOT_MASK when set */
 };
 
 /* One discovery image: what the hosts booted from it talk to. */
@@ -109,7 +120,7 @@ struct sim {
 	unsigned inflight;
 	unsigned count[SIM_NSTATES];
 	unsigned registered, first_rounds;
-	unsigned long requests[REQ_N], errors, retries;
+	unsigned long requests[REQ_N], errors, retries, reboots;
 	uint64_t rng;
 	int64_t t0;
 	CURL **pool; /* idle easy handles (at most max_inflight), reused across hosts */
@@ -209,6 +220,32 @@ int simulate_next_seconds(const json_t *reply, unsigned max_poll_seconds)
 	return secs;
 }
 
+enum simulate_check simulate_check_action(bool installed, bool reboot, long http_code, const json_t *host)
+{
+	const char *st = jstr(host, "status");
+
+	if (http_code == 404)
+		return installed ? SIM_CHECK_FORGET : SIM_CHECK_REGISTER;
+	if (http_code < 200 || http_code >= 300 || !*st)
+		return SIM_CHECK_AGAIN;
+	if (!strcmp(st, "unbinding-pending-user-action"))
+		return reboot ? SIM_CHECK_REBOOT : SIM_CHECK_STOP;
+	/* binding, unbinding, reclaiming-rebooting: the agent restarts and registers. */
+	return installed ? SIM_CHECK_AGAIN : SIM_CHECK_REGISTER;
+}
+
+int simulate_watch_delay_ms(bool rebooted, int reboot_after_seconds, unsigned max_poll_seconds, uint64_t *rng)
+{
+	int ms;
+
+	if (!rebooted || reboot_after_seconds < 0)
+		return -1;
+	ms = WATCH_MIN_MS + (int)(xorshift(rng) % (WATCH_MAX_MS - WATCH_MIN_MS + 1));
+	if (max_poll_seconds && (int64_t)ms > (int64_t)max_poll_seconds * 1000)
+		ms = (int)max_poll_seconds * 1000;
+	return ms;
+}
+
 bool simulate_transient(bool transport_error, long http_code)
 {
 	return transport_error || http_code == 503 || http_code == 504;
@@ -240,7 +277,7 @@ static int heap_push(struct sim *s, int64_t due, unsigned host, unsigned kind)
 		s->heap[i] = s->heap[(i - 1) / 2];
 		i = (i - 1) / 2;
 	}
-	s->heap[i] = (struct timer){ due, host, kind };
+	s->heap[i] = (struct timer){ .due = due, .host = host, .kind = kind, .boot = s->hosts[host].boot & BOOT_MASK };
 	return 0;
 }
 
@@ -422,9 +459,10 @@ static void after_steps(struct sim *s, struct host *h)
 				s->o->hosts, since(s, s->t0));
 	}
 	if (h->exit_after) {
-		int64_t ms = (int64_t)h->next_secs * 1000;
-		h->phase = PH_REGISTER;
-		schedule(s, h, cap_ms(s, ms > EXIT_FLOOR_MS ? ms : EXIT_FLOOR_MS), PEND_LOOP);
+		/* Binding and unbinding restart the agent, unbinding-pending-user-action
+		 * stops the host: the hub's host state tells which (on_check). */
+		h->phase = PH_CHECK;
+		make_ready(s, h, PEND_LOOP);
 	} else {
 		h->phase = PH_GET;
 		schedule(s, h, (int64_t)h->next_secs * 1000, PEND_LOOP);
@@ -499,6 +537,13 @@ static int loop_action(struct sim *s, struct host *h)
 		free(url);
 		return r < 0 ? r : 1;
 	}
+	case PH_CHECK:
+		url = host_url(s, h, "");
+		if (!url)
+			goto oom;
+		r = start_request(s, h, REQ_CHECK, "GET", url, NULL);
+		free(url);
+		return r < 0 ? r : 1;
 	case PH_GONE:
 		return 0;
 	}
@@ -535,16 +580,70 @@ static int stage_action(struct sim *s, struct host *h)
 	return r < 0 ? r : 1;
 }
 
-/* Start whatever the host has pending; a progress report goes first. */
+/* Look at the hub's state of an installed host, as the person who reboots it would. */
+static int watch_action(struct sim *s, struct host *h)
+{
+	char *url = host_url(s, h, "");
+	int r;
+
+	if (!url)
+		return -ENOMEM;
+	r = start_request(s, h, REQ_WATCH, "GET", url, NULL);
+	free(url);
+	return r < 0 ? r : 1;
+}
+
+/* The host stops where it is (unbinding-pending-user-action): no more polls, no more
+ * progress reports. */
+static void stop_host(struct sim *s, struct host *h)
+{
+	h->stages = NULL;
+	h->phase = PH_GONE;
+	set_state(s, h, SIM_STOPPED_UPUA);
+}
+
+/* Someone rebooted the stopped host into the discovery image: a fresh boot with the same
+ * id and hardware that registers at once.  What the previous boot did is forgotten and
+ * its timers are void (struct timer's boot no longer matches). */
+static void reboot_host(struct sim *s, struct host *h)
+{
+	h->boot++;
+	h->pending = PEND_LOOP;
+	h->phase = PH_REGISTER;
+	h->rebooted = false;
+	h->exit_after = false;
+	h->stages = NULL;
+	h->nstages = h->stage_pos = 0;
+	json_decref(h->steps);
+	h->steps = NULL;
+	h->step_pos = 0;
+	h->attempt[0] = h->attempt[1] = 0;
+	h->next_secs = DEFAULT_NEXT_SECONDS;
+	dedup_flush(h);
+	set_state(s, h, SIM_UNREGISTERED);
+	s->reboots++;
+}
+
+/* Start whatever the host has pending; a reboot goes first, then a progress report. */
 static void run_host(struct sim *s, struct host *h)
 {
 	while (!h->busy && h->pending) {
 		unsigned kind;
 		int r;
+		if (h->pending & PEND_REBOOT) {
+			h->pending &= ~PEND_REBOOT;
+			if (h->state == SIM_STOPPED_UPUA)
+				reboot_host(s, h);
+			continue;
+		}
 		if (h->pending & PEND_STAGE) {
 			kind = PEND_STAGE;
 			h->pending &= ~PEND_STAGE;
 			r = stage_action(s, h);
+		} else if (h->pending & PEND_WATCH) {
+			kind = PEND_WATCH;
+			h->pending &= ~PEND_WATCH;
+			r = h->rebooted ? watch_action(s, h) : 0;
 		} else {
 			kind = PEND_LOOP;
 			h->pending &= ~PEND_LOOP;
@@ -633,6 +732,56 @@ static void on_instructions(struct sim *s, struct host *h, bool ok, bool transie
 	make_ready(s, h, PEND_LOOP);
 }
 
+/* Stop the host, and with --reboot-after have it rebooted that much later. */
+static void stop_or_reboot(struct sim *s, struct host *h, enum simulate_check a)
+{
+	stop_host(s, h);
+	if (a == SIM_CHECK_REBOOT)
+		schedule(s, h, (int64_t)s->o->reboot_after_seconds * 1000, PEND_REBOOT);
+}
+
+/* The host's state after "exit". */
+static void on_check(struct sim *s, struct host *h, bool ok, bool transient, long code)
+{
+	json_t *j = ok ? json_loadb(h->resp.buf, h->resp.len, 0, NULL) : NULL;
+	enum simulate_check a = simulate_check_action(false, s->o->reboot_after_seconds >= 0, code, j);
+	int64_t ms = (int64_t)h->next_secs * 1000;
+
+	json_decref(j);
+	switch (a) {
+	case SIM_CHECK_REGISTER:
+	case SIM_CHECK_FORGET:
+		h->phase = PH_REGISTER;
+		schedule(s, h, cap_ms(s, ms > EXIT_FLOOR_MS ? ms : EXIT_FLOOR_MS), PEND_LOOP);
+		break;
+	case SIM_CHECK_STOP:
+	case SIM_CHECK_REBOOT:
+		stop_or_reboot(s, h, a);
+		break;
+	case SIM_CHECK_AGAIN:
+		if (!(transient && retry(s, h, PEND_LOOP)))
+			schedule(s, h, cap_ms(s, DEFAULT_NEXT_SECONDS * 1000), PEND_LOOP);
+		break;
+	}
+}
+
+/* An installed host's state, looked at every 10 s with --reboot-after. */
+static void on_watch(struct sim *s, struct host *h, bool ok, long code)
+{
+	json_t *j = ok ? json_loadb(h->resp.buf, h->resp.len, 0, NULL) : NULL;
+	enum simulate_check a = simulate_check_action(true, s->o->reboot_after_seconds >= 0, code, j);
+	int ms;
+
+	json_decref(j);
+	if (a == SIM_CHECK_STOP || a == SIM_CHECK_REBOOT) {
+		stop_or_reboot(s, h, a);
+	} else if (a != SIM_CHECK_FORGET) {
+		ms = simulate_watch_delay_ms(h->rebooted, s->o->reboot_after_seconds, s->o->max_poll_seconds, &s->rng);
+		if (ms >= 0)
+			schedule(s, h, ms, PEND_WATCH);
+	}
+}
+
 static void on_reply(struct sim *s, struct host *h, bool ok, bool transient)
 {
 	if (ok) {
@@ -667,8 +816,13 @@ static void on_progress(struct sim *s, struct host *h, bool ok, bool transient, 
 		h->stages = NULL;
 		return;
 	}
-	if (!strcmp(stage, "Rebooting"))
+	if (!strcmp(stage, "Rebooting")) {
+		int ms = simulate_watch_delay_ms(true, s->o->reboot_after_seconds, s->o->max_poll_seconds, &s->rng);
+
 		h->rebooted = true; /* the discovery agent does not survive the reboot */
+		if (ms >= 0)
+			schedule(s, h, ms, PEND_WATCH);
+	}
 	if (++h->stage_pos < h->nstages) {
 		schedule(s, h, (int64_t)s->o->stage_seconds * 1000, PEND_STAGE);
 	} else {
@@ -715,6 +869,12 @@ static void on_done(struct sim *s, struct host *h, CURLcode cc)
 	case REQ_PROGRESS:
 		on_progress(s, h, ok, transient, code);
 		break;
+	case REQ_CHECK:
+		on_check(s, h, ok, transient, code);
+		break;
+	case REQ_WATCH:
+		on_watch(s, h, ok, code);
+		break;
 	case REQ_NONE:
 	case REQ_N:
 		break;
@@ -728,7 +888,7 @@ static void on_done(struct sim *s, struct host *h, CURLcode cc)
 
 static void print_status(struct sim *s)
 {
-	char line[768];
+	char line[1024];
 	size_t n = 0;
 	unsigned long total = 0;
 
@@ -745,6 +905,7 @@ static void print_status(struct sim *s)
 	ADD(" requests=%lu", total);
 	for (int i = REQ_REGISTER; i < REQ_N; i++)
 		ADD(" %s=%lu", REQ_NAMES[i], s->requests[i]);
+	ADD(" reboots=%lu", s->reboots);
 	ADD(" retries=%lu errors=%lu inflight=%u ready=%zu timers=%zu", s->retries, s->errors, s->inflight, s->flen,
 	    s->nheap);
 #undef ADD
@@ -828,7 +989,8 @@ void simulate_opts_default(struct simulate_opts *o)
 {
 	*o = (struct simulate_opts){ .hosts = 1, .cpus = 8, .memory_gib = 32, .disk_gib = 120,
 				     .subnet = "192.168.111.0/24", .stage_seconds = 5, .seed = 1,
-				     .max_inflight = 256, .ramp_ms = 5000, .status_seconds = 10 };
+				     .max_inflight = 256, .ramp_ms = 5000, .status_seconds = 10,
+				     .reboot_after_seconds = -1 };
 }
 
 /* ---- the loop ---- */
@@ -966,7 +1128,8 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 			break;
 		while (s.nheap && s.heap[0].due <= now) {
 			struct timer t = heap_pop(&s);
-			make_ready(&s, &s.hosts[t.host], t.kind);
+			if (t.boot == (s.hosts[t.host].boot & BOOT_MASK))
+				make_ready(&s, &s.hosts[t.host], t.kind);
 		}
 		while (s.flen && s.inflight < o->max_inflight) {
 			struct host *h = &s.hosts[s.fifo[s.fhead]];

@@ -9,6 +9,15 @@
  * (PUT .../progress every stage_seconds through the upstream stage list for its role).
  * Several ISOs may be given: host i boots from source i % nsources.
  *
+ * Hosts told to "exit" ask the hub for their state (GET .../hosts/{id}): after binding
+ * and unbinding the agent registers again at once, but a host left in
+ * unbinding-pending-user-action stops and waits for a person.  With reboot_after_seconds
+ * that person (or a BMC) comes: the host reboots into the discovery image that many
+ * seconds later and registers again with the same id and hardware, its previous boot
+ * forgotten.  Installed hosts (past the Rebooting stage, their agent gone) are then also
+ * watched every 10 s and rebooted the same way once the hub shows them
+ * unbinding-pending-user-action; without reboot_after_seconds they cost no requests.
+ *
  * Errors back off as upstream: a transport error, 503 or 504 is retried 3 times after
  * 2-10 s (jittered); then a registration is retried after the 60 s register interval
  * (401/403/404/409 stop the host for good: "refused"), a failed GET instructions flushes
@@ -51,6 +60,7 @@ struct simulate_opts {
 	unsigned max_poll_seconds;  /* cap on every sleep between polls (0 = none, upstream) */
 	unsigned ramp_ms;           /* boots spread evenly over this many ms (default 5000) */
 	unsigned status_seconds;    /* status line period (default 10) */
+	int reboot_after_seconds;   /* reboot hosts stopped in UPUA after this (-1 = never, default) */
 };
 
 /* Fill o with the defaults above (hosts 1, seed 1, no sources). */
@@ -81,6 +91,7 @@ enum simulate_state {
 	SIM_FAILED,       /* reported Failed (--fail-at-stage) */
 	SIM_ERROR,        /* hub sends stop-installation / logs-gather (error, cancelled) */
 	SIM_REFUSED,      /* registration refused (401/403/404/409): waits forever */
+	SIM_STOPPED_UPUA, /* told to exit in unbinding-pending-user-action: waits for a reboot */
 	SIM_NSTATES
 };
 extern const char *const simulate_state_names[SIM_NSTATES];
@@ -93,6 +104,25 @@ enum simulate_state simulate_state_after_instructions(enum simulate_state cur, c
  * default) when missing or outside 0..3600; then capped to max_poll_seconds when that
  * is not 0. */
 int simulate_next_seconds(const json_t *reply, unsigned max_poll_seconds);
+
+/* What the simulator does with the answer to GET .../hosts/{id} (http_code 0 for a
+ * transport error; host the parsed body, may be NULL).  `installed`: the host is past
+ * its Rebooting stage and watched (else it was just told to "exit"); `reboot`: the
+ * simulator plays a person who reboots hosts (--reboot-after). */
+enum simulate_check {
+	SIM_CHECK_REGISTER, /* register again now: binding, unbinding, or the host is gone */
+	SIM_CHECK_STOP,     /* stop for good: unbinding-pending-user-action, nobody reboots */
+	SIM_CHECK_REBOOT,   /* unbinding-pending-user-action: reboot into discovery later */
+	SIM_CHECK_AGAIN,    /* ask again later: the request failed, or nothing to do yet */
+	SIM_CHECK_FORGET,   /* an installed host left the hub: stop watching it */
+};
+enum simulate_check simulate_check_action(bool installed, bool reboot, long http_code, const json_t *host);
+
+/* Milliseconds until the next state check of a host, or -1 when it gets none: only hosts
+ * past the Rebooting stage are watched, and only when reboot_after_seconds >= 0.  About
+ * 10 s, jittered by the 64-bit state *rng (8000-12000 ms), capped to max_poll_seconds
+ * when that is not 0. */
+int simulate_watch_delay_ms(bool rebooted, int reboot_after_seconds, unsigned max_poll_seconds, uint64_t *rng);
 
 /* Upstream's HTTP client retries transport errors and 503/504. */
 bool simulate_transient(bool transport_error, long http_code);

@@ -704,7 +704,8 @@ void cluster_model_carry_state(json_t *model, const json_t *prev)
 					    "validations_info", "pull_secret_set", "logs_info",
 					    "controller_logs_started_at", "controller_logs_collected_at",
 					    "connectivity_majority_groups", "monitored_operators", "openshift_cluster_id",
-					    "created_at", "ip_collisions", "machine_network_cidr_updated_at", NULL };
+					    "created_at", "ip_collisions", "machine_network_cidr_updated_at",
+					    "api_vip_dnsname", NULL };
 	static const char *const frozen[] = { "installing", "installing-pending-user-action", "finalizing",
 					      "installed", "adding-hosts", "error", "cancelled", NULL };
 
@@ -742,6 +743,35 @@ void cluster_model_carry_state(json_t *model, const json_t *prev)
 						json_object_set(x, "verification", json_object_get(y, "verification"));
 		}
 	}
+}
+
+bool cluster_crs_installed(const json_t *cd, const json_t *aci)
+{
+	const json_t *c;
+	size_t i;
+
+	if (bget(json_object_get(cd, "spec"), "installed"))
+		return true;
+	json_array_foreach(path(aci, "status", "conditions"), i, c)
+		if (!strcmp(sget(c, "type"), "Completed"))
+			return !strcmp(sget(c, "status"), "True") && !strcmp(sget(c, "reason"), "InstallationCompleted");
+	return false;
+}
+
+void cluster_import_day2(json_t *model, const json_t *cd, const json_t *aci, int64_t now)
+{
+	const char *id = sget(path(aci, "spec", "clusterMetadata"), "clusterID");
+	char dns[600];
+
+	if (!*id)
+		id = sget(path(cd, "spec", "clusterMetadata"), "clusterID");
+	set_str(model, "kind", "AddHostsCluster");
+	set_str(model, "status", "adding-hosts");
+	set_str(model, "status_info", CLUSTER_INFO_ADDING_HOSTS);
+	json_object_set_new(model, "status_updated_at", json_integer(now));
+	snprintf(dns, sizeof(dns), "api.%s.%s", sget(model, "name"), sget(model, "base_dns_domain"));
+	set_str(model, "api_vip_dnsname", dns);
+	set_str(model, "openshift_cluster_id", id);
 }
 
 int cluster_apply_vip_verifications(json_t *cluster, const json_t *output)

@@ -100,6 +100,21 @@ json_t *cluster_model_from_crs(const json_t *cd, const json_t *aci, const json_t
  * NULL (no-op). */
 void cluster_model_carry_state(json_t *model, const json_t *prev);
 
+/* Whether the CRs describe an installed cluster, the test of the
+ * registration (kubeapi.md §4.3 step 3, surprise 10): the
+ * ClusterDeployment's spec.installed, or the AgentClusterInstall's Completed
+ * condition with reason InstallationCompleted (a cluster whose record was
+ * lost after it installed). */
+bool cluster_crs_installed(const json_t *cd, const json_t *aci);
+
+/* Register model (built by cluster_model_from_crs(), no status yet) as an
+ * imported day-2 cluster (§4.3 step 3 "Import day-2"): kind AddHostsCluster,
+ * status adding-hosts with CLUSTER_INFO_ADDING_HOSTS, api_vip_dnsname
+ * "api.<name>.<base_dns_domain>", openshift_cluster_id from the ACI's
+ * spec.clusterMetadata.clusterID (the CD's when the ACI has none), and
+ * status_updated_at := now.  Nothing else of the model changes. */
+void cluster_import_day2(json_t *model, const json_t *cd, const json_t *aci, int64_t now);
+
 /* OpenShift version and architecture from a release image pull spec tag,
  * e.g. "quay.io/openshift-release-dev/ocp-release:4.14.0-x86_64" → "4.14.0",
  * "x86_64"; "...:4.15.0-rc.1-multi" → "4.15.0-rc.1", "multi"; a tag without

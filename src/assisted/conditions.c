@@ -491,6 +491,37 @@ static bool set_if_differs(json_t *host, const char *key, const char *value)
 	return true;
 }
 
+/* The token spec.ignitionEndpointTokenReference names, in *ret (NULL when
+ * there is no reference or no reader).  The messages are upstream's
+ * (getIgnitionToken, getSecret), wrapped as pkg/errors wraps them. */
+static int ignition_token_of(const json_t *spec, const struct agent_spec_ctx *ctx, char **ret, ah_err *err)
+{
+	const json_t *ref = json_object_get(spec, "ignitionEndpointTokenReference");
+	const char *ns = sval(ref, "namespace"), *name = sval(ref, "name");
+	ah_err rerr = { 0 };
+	int r;
+
+	*ret = NULL;
+	if (!json_is_object(ref) || !ctx->get_ignition_token)
+		return 0;
+	r = ctx->get_ignition_token(ctx->opaque, ns, name, ret, &rerr);
+	if (r == 0 && !*ret)
+		r = -ENOMEM;
+	if (r == 0)
+		return 0;
+	free(*ret);
+	*ret = NULL;
+	if (r == -ENOENT)
+		return ah_err_set(err, ENOENT, 500, "InternalError",
+				  "Failed to get user-data secret: failed to get secret %s/%s from API: secrets \"%s\" not found",
+				  ns, name, name);
+	if (r == -ENODATA)
+		return ah_err_set(err, ENODATA, 500, "InternalError", "secret %s did not contain key value", name);
+	return ah_err_set(err, -r, 500, "InternalError",
+			  "Failed to get user-data secret: failed to get secret %s/%s from cache: %s", ns, name,
+			  rerr.message[0] ? rerr.message : strerror(-r));
+}
+
 int agent_spec_apply(json_t *host, const json_t *spec, const struct agent_spec_ctx *ctx, bool *ret_changed,
 		     ah_err *err)
 {
@@ -500,19 +531,26 @@ int agent_spec_apply(json_t *host, const json_t *spec, const struct agent_spec_c
 	const char *cur_role = *sval(host, "role") ? sval(host, "role") : "auto-assign";
 	const json_t *disk = NULL;
 	json_t *inv = NULL;
-	char *args = NULL, dev[300], id[512];
-	bool changed = false;
+	char *args = NULL, *token = NULL, dev[300], id[512];
+	bool changed = false, applicable = agent_spec_applicable(json_string_value(json_object_get(host, "status")));
 	int r;
 
 	if (ret_changed)
 		*ret_changed = false;
-	if (!agent_spec_applicable(json_string_value(json_object_get(host, "status"))))
-		return 0;
+	/* Upstream reads the token Secret in every state: its failure shows
+	 * even where the host update would be dropped. */
+	if (!applicable) {
+		r = ignition_token_of(spec, ctx, &token, err);
+		free(token);
+		return r;
+	}
 	/* Check everything first, so that a bad value changes nothing. */
 	if ((r = installer_args_of(sval(spec, "installerArgs"), ctx, &args, err)) < 0)
 		return r;
 	/* What was applied before passed already. */
 	if (*ign && strcmp(ign, sval(host, "ignition_config_overrides")) && (r = ignition_check(ign, ctx, err)) < 0)
+		goto out;
+	if ((r = ignition_token_of(spec, ctx, &token, err)) < 0)
 		goto out;
 	if (*role && strcmp(role, cur_role) && !in(role, roles)) {
 		r = ah_err_set(err, EINVAL, 400, "BadRequest", "Requested role (%s) is invalid for host %s from infraEnv %s",
@@ -540,11 +578,16 @@ int agent_spec_apply(json_t *host, const json_t *spec, const struct agent_spec_c
 		changed |= set_if_differs(host, "installation_disk_id", id);
 		changed |= set_if_differs(host, "installation_disk_path", dev);
 	}
+	/* No reference: an applied token is removed (without a reader the
+	 * token is not ours to manage). */
+	if (ctx->get_ignition_token)
+		changed |= set_if_differs(host, "ignition_endpoint_token", token);
 	if (ret_changed)
 		*ret_changed = changed;
 	r = 0;
 out:
 	json_decref(inv);
 	free(args);
+	free(token);
 	return r;
 }

@@ -49,16 +49,40 @@ struct agent_spec_ctx {
 	/* Check a non-empty ignitionConfigOverrides text: 0, or a negative
 	 * errno with err set (status 400).  NULL: any JSON object passes. */
 	int (*validate_ignition)(const char *text, ah_err *err);
+	/* Read the value of key AGENT_IGNITION_TOKEN_KEY of the Secret ns/name
+	 * (spec.ignitionEndpointTokenReference): 0 with *ret_token (malloc'd,
+	 * the caller frees it); -ENOENT when the Secret does not exist;
+	 * -ENODATA when it has no such key; any other negative errno with
+	 * err set (its message is kept in the SpecSynced text, so it must
+	 * not carry the token).  NULL: the reference is ignored and an
+	 * applied token is left as it is. */
+	int (*get_ignition_token)(void *opaque, const char *ns, const char *name, char **ret_token,
+				  ah_err *err);
+	void *opaque;
 };
+
+/* The key of the ignition token Secret (upstream IgnitionTokenKeyInSecret). */
+#define AGENT_IGNITION_TOKEN_KEY "ignition-token"
 
 /* Apply spec (the Agent's spec object) to host, in upstream order:
  * installerArgs, ignitionConfigOverrides, then the one host update of role,
- * hostname and installation_disk_id.  Empty spec values leave the applied
- * ones (upstream sends only non-empty role/hostname/disk); an empty
- * installerArgs or ignitionConfigOverrides removes the applied one.
+ * hostname, installation_disk_id and the ignition endpoint token.  Empty
+ * spec values leave the applied ones (upstream sends only non-empty
+ * role/hostname/disk); an empty installerArgs or ignitionConfigOverrides
+ * removes the applied one.
  * All or nothing: on the first bad value returns -EINVAL with err set
  * (status 400, the upstream message) and leaves host untouched.  In states
- * where agent_spec_applicable() is false, nothing is checked or applied.
+ * where agent_spec_applicable() is false, nothing is checked or applied,
+ * except that the token Secret is still read, as upstream reads it before
+ * it decides whether to send the host update.
+ * The token: with spec.ignitionEndpointTokenReference {namespace, name},
+ * the Secret's AGENT_IGNITION_TOKEN_KEY value becomes
+ * host["ignition_endpoint_token"]; without it an applied token is removed.
+ * A missing Secret or key fails the sync with -ENOENT / -ENODATA and err
+ * status 500 (upstream counts it a backend error, so SpecSynced shows
+ * BackendError): "Failed to get user-data secret: failed to get secret
+ * <ns>/<name> from API: secrets \"<name>\" not found", or "secret <name>
+ * did not contain key value".  The token itself never enters err.
  * The installation disk needs the host's inventory: without one it is left
  * for a later pass (no error).  *ret_changed (may be NULL) tells whether
  * host changed.  Pure; -ENOMEM on allocation failure. */

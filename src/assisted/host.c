@@ -402,6 +402,8 @@ int host_refresh(const json_t *host, const struct host_refresh_ctx *ctx, struct 
 		return -EOPNOTSUPP;
 	if (ctx->timeouts)
 		t = *ctx->timeouts;
+	else if (host_timeouts_configured())
+		t = *host_timeouts_configured();
 	else
 		host_timeouts_init(&t);
 	{

@@ -87,7 +87,7 @@ struct host_refresh_ctx {
 	const json_t *cluster;           /* NULL for unbound hosts; its "status" drives #2-#14, #20, #24 */
 	const json_t *cluster_hosts;     /* all hosts of the cluster (hostname-unique, latency, #24 counts) */
 	const char *service_agent_image; /* NULL → compatible-agent check disabled */
-	const struct host_timeouts *timeouts; /* NULL → upstream defaults (progress.h) */
+	const struct host_timeouts *timeouts; /* NULL → host_timeouts_configured(), else upstream defaults */
 };
 
 #define HOST_STATUS_INFO_MAX 2040

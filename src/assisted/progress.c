@@ -124,6 +124,7 @@ void host_timeouts_init(struct host_timeouts *t)
 	t->log_pending_s = 2 * 60;
 	t->reclaim_s = 60 * 60;
 	t->sno_rebooting_s = 80 * 60;
+	t->disconnect_s = 3 * 60;
 	for (int i = 0; i < HOST_STAGE_COUNT; i++)
 		t->stage_s[i] = 60 * 60;
 	t->stage_s[host_stage_id(HOST_STAGE_STARTING_INSTALLATION)] = 30 * 60;
@@ -225,12 +226,26 @@ void host_format_duration(int64_t secs, char *buf, size_t size)
 		snprintf(buf, size, "%llds", (long long)s);
 }
 
+/* A knob's duration: zero is refused because a zero field of struct
+ * host_timeouts means "the default", so "0s" would silently mean 60m. */
+static int knob_duration(const char *name, const char *value, int64_t *ret_s, ah_err *err)
+{
+	if (host_parse_duration(value, ret_s) < 0)
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "%s: \"%s\" is not a duration (e.g. 30m, 1h30m or seconds)", name, value);
+	if (*ret_s < 1)
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "%s: \"%s\" is shorter than one second", name,
+				  value);
+	return 0;
+}
+
 int host_timeouts_set(struct host_timeouts *t, const char *name, const char *value, ah_err *err)
 {
 	static const struct {
 		const char *name;
 		size_t off;
 	} knobs[] = {
+		{ "HOST_MAX_DISCONNECTION_TIME", offsetof(struct host_timeouts, disconnect_s) },
 		{ "PREPARE_FOR_INSTALLATION_HOST_TIMEOUT", offsetof(struct host_timeouts, prepare_s) },
 		{ "HOST_INSTALLING_PENDING_USER_ACTION_TIMEOUT", offsetof(struct host_timeouts, pending_user_action_s) },
 		{ "HOST_LOG_COLLECTION_TIMEOUT", offsetof(struct host_timeouts, log_collection_s) },
@@ -253,9 +268,8 @@ int host_timeouts_set(struct host_timeouts *t, const char *name, const char *val
 	}
 	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
 		if (!strcmp(name, knobs[i].name)) {
-			if (host_parse_duration(value, &v) < 0)
-				return ah_err_set(err, EINVAL, 400, "BadRequest",
-						  "%s: \"%s\" is not a duration (e.g. 30m, 1h30m or seconds)", name, value);
+			if (knob_duration(name, value, &v, err) < 0)
+				return -EINVAL;
 			*(int64_t *)((char *)t + knobs[i].off) = v;
 			return 0;
 		}
@@ -270,9 +284,23 @@ int host_timeouts_set(struct host_timeouts *t, const char *name, const char *val
 	}
 	if (id < 0)
 		return -ENOENT;
-	if (host_parse_duration(value, &v) < 0)
-		return ah_err_set(err, EINVAL, 400, "BadRequest",
-				  "%s: \"%s\" is not a duration (e.g. 30m, 1h30m or seconds)", name, value);
+	if (knob_duration(name, value, &v, err) < 0)
+		return -EINVAL;
 	t->stage_s[id] = v;
 	return 0;
+}
+
+static struct host_timeouts configured;
+static bool have_configured;
+
+void host_timeouts_configure(const struct host_timeouts *t)
+{
+	if (t)
+		configured = *t;
+	have_configured = t != NULL;
+}
+
+const struct host_timeouts *host_timeouts_configured(void)
+{
+	return have_configured ? &configured : NULL;
 }

@@ -65,6 +65,7 @@ struct host_timeouts {
 	int64_t reclaim_s;          /* reclaiming → UPUA, 60m (hardcoded upstream) */
 	int64_t stage_s[HOST_STAGE_COUNT]; /* HOST_STAGE_<NAME>_TIMEOUT per stage id */
 	int64_t sno_rebooting_s;    /* Rebooting on SNO, 80m (hardcoded upstream) */
+	int64_t disconnect_s;       /* HOST_MAX_DISCONNECTION_TIME, 3m (the hub's host_disconnect_timeout_s) */
 	bool soft;                  /* ENABLE_SOFT_TIMEOUTS (also needs the cluster's org_soft_timeouts_enabled) */
 };
 
@@ -80,14 +81,27 @@ int64_t host_stage_timeout_s(const struct host_timeouts *t, const char *stage, b
  * HOST_STAGE_WRITING_IMAGE_TO_DISK_TIMEOUT.  Writes at most size bytes. */
 void host_stage_timeout_env(const char *stage, char *buf, size_t size);
 
-/* Set one knob by its upstream environment name (PREPARE_FOR_INSTALLATION_HOST_TIMEOUT,
- * HOST_INSTALLING_PENDING_USER_ACTION_TIMEOUT, HOST_LOG_COLLECTION_TIMEOUT,
- * HOST_LOG_PENDING_TIMEOUT, ENABLE_SOFT_TIMEOUTS, HOST_STAGE_*_TIMEOUT).
- * Durations are Go duration text ("30m", "1h30m", "90s", "1.5h") or plain
- * seconds; ENABLE_SOFT_TIMEOUTS takes true/false.  Returns 0, -ENOENT when
- * name is not a knob (t unchanged), or -EINVAL with err naming the knob and
- * the reason (t unchanged). */
+/* Set one knob by its upstream environment name (HOST_MAX_DISCONNECTION_TIME,
+ * PREPARE_FOR_INSTALLATION_HOST_TIMEOUT, HOST_INSTALLING_PENDING_USER_ACTION_TIMEOUT,
+ * HOST_LOG_COLLECTION_TIMEOUT, HOST_LOG_PENDING_TIMEOUT, ENABLE_SOFT_TIMEOUTS,
+ * HOST_STAGE_*_TIMEOUT).  Durations are Go duration text ("30m", "1h30m",
+ * "90s", "1.5h") or plain seconds, at least one second; ENABLE_SOFT_TIMEOUTS
+ * takes true/false.  Returns 0, -ENOENT when name is not a knob (t
+ * unchanged), or -EINVAL with err naming the knob and the reason (t
+ * unchanged). */
 int host_timeouts_set(struct host_timeouts *t, const char *name, const char *value, ah_err *err);
+
+/* The timeouts of this process, which host_refresh() uses when its context
+ * names none: `agenthub serve` installs what the operator configured (the
+ * upstream environment variables and --host-timeout flags) once, before any
+ * thread starts, as upstream reads its environment into one process-wide
+ * config.  t is copied; NULL restores the upstream defaults.  Not
+ * thread-safe against concurrent host_timeouts_configured() readers. */
+void host_timeouts_configure(const struct host_timeouts *t);
+
+/* The table host_timeouts_configure() installed, or NULL (the upstream
+ * defaults apply).  Static storage, valid until the next configure. */
+const struct host_timeouts *host_timeouts_configured(void);
 
 /* Parse a Go duration ("1h0m0s", "30m", "1.5h", "250ms" rounds down to
  * whole seconds) or plain non-negative seconds into *ret_s.  0 or -EINVAL. */

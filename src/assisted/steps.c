@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assisted/cluster.h"
 #include "assisted/host.h"
 #include "assisted/inventory.h"
 #include "assisted/validations.h"
@@ -544,6 +545,29 @@ static void step_images(json_t *l, const json_t *host, const struct steps_ctx *c
 				    ctx && ctx->image_availability_timeout_s > 0 ? ctx->image_availability_timeout_s : 960)));
 }
 
+json_t *host_api_vip_check_request(const char *token, const char *url, const char *ca_cert)
+{
+	json_t *req = json_object();
+	char *bearer = NULL;
+
+	if (!req)
+		return NULL;
+	if (ca_cert && *ca_cert)
+		json_object_set_new(req, "ca_certificate", json_string(ca_cert));
+	if (token && *token) {
+		if (asprintf(&bearer, "Bearer %s", token) < 0) {
+			json_decref(req);
+			return NULL;
+		}
+		json_object_set_new(req, "ignition_endpoint_token", json_string(token));
+		json_object_set_new(req, "request_headers",
+				    json_pack("[{s:s, s:s}]", "key", "Authorization", "value", bearer));
+		free(bearer);
+	}
+	json_object_set_new(req, "url", json_string(url ? url : ""));
+	return req;
+}
+
 /* Measure the installation disk once, unless its partitions are kept or
  * the host boots persistently (not from the discovery media). */
 static void step_disk_speed(json_t *l, const json_t *host, const struct steps_ctx *ctx)
@@ -722,6 +746,46 @@ static int parse_output(const json_t *reply, const char *type, json_t **ret, ah_
 	return 0;
 }
 
+/* verify-vips output: a JSON list of {vip, vip_type, verification}
+ * objects; *ret NULL for an empty output. */
+static int vips_output(const json_t *reply, json_t **ret, ah_err *err)
+{
+	const char *text = sget(reply, "output");
+	json_t *v, *x;
+	size_t i;
+
+	*ret = NULL;
+	if (!*text)
+		return 0;
+	v = json_loads(text, JSON_DECODE_ANY, NULL);
+	if (!json_is_array(v)) {
+		json_decref(v);
+		return bad(err, "verify-vips", "output is not a JSON list");
+	}
+	json_array_foreach(v, i, x)
+		if (!json_is_object(x)) {
+			json_decref(v);
+			return bad(err, "verify-vips", "output entries must be objects {vip, vip_type, verification}");
+		}
+	*ret = v;
+	return 0;
+}
+
+int host_apply_verify_vips_reply(json_t *cluster, const json_t *reply, ah_err *err)
+{
+	json_t *out;
+	int r;
+
+	if (strcmp(sget(reply, "step_type"), "verify-vips") != 0 ||
+	    json_integer_value(json_object_get(reply, "exit_code")) != 0)
+		return 0;
+	if ((r = vips_output(reply, &out, err)) < 0 || !out)
+		return r;
+	r = cluster_apply_vip_verifications(cluster, out);
+	json_decref(out);
+	return r;
+}
+
 int host_apply_step_reply(json_t *host, const json_t *reply, ah_err *err)
 {
 	return host_apply_step_reply_now(host, reply, NULL, 0, err);
@@ -833,6 +897,11 @@ int host_apply_step_reply_now(json_t *host, const json_t *reply, const json_t *c
 			return 0;
 		json_object_set_new(host, !strcmp(type, "connectivity-check") ? "connectivity" : "domain_resolutions", out);
 		return 0;
+	}
+	if (!strcmp(type, "verify-vips")) {
+		r = vips_output(reply, &out, err);
+		json_decref(out);
+		return r;
 	}
 	if (!strcmp(type, "container-image-availability")) {
 		json_t *imgs, *im, *st;

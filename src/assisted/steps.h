@@ -94,6 +94,17 @@ json_t *host_next_steps(const json_t *host, bool day2, const struct steps_ctx *c
  * cluster id / boot device. */
 json_t *host_install_cmd(const json_t *host, const struct steps_ctx *ctx, ah_err *err);
 
+/* The api-vip-connectivity-check argument (§7.5), upstream's
+ * APIVipConnectivityRequest with its keys in upstream's order:
+ * ca_certificate (when ca_cert is non-empty), ignition_endpoint_token and
+ * request_headers [{"key":"Authorization","value":"Bearer <token>"}] (when
+ * token, the host's ignition endpoint token that the Agent's
+ * ignitionEndpointTokenReference names, is non-empty), then url.  This is
+ * where upstream hands the token to the host: it proves the host to the
+ * spoke's ignition endpoint (the install request carries no token).
+ * New object, NULL on allocation failure. */
+json_t *host_api_vip_check_request(const char *token, const char *url, const char *ca_cert);
+
 /* Apply an agent step reply {step_type, step_id, exit_code, output, error}
  * to host (modified in place; output is the JSON text the agent sent):
  * - exit_code 256: MediaDisconnect (host_media_disconnect(): PRE/binding
@@ -116,12 +127,23 @@ json_t *host_install_cmd(const json_t *host, const struct steps_ctx *ctx, ah_err
  *   installing-in-progress → error, status_info "installation command
  *   failed" or the reply's error text), except exit 125 with an
  *   "already in use" error (a second install of the same host), ignored.
+ * - verify-vips: the output must be a list of objects (nothing stored on
+ *   the host; host_apply_verify_vips_reply() takes it to the cluster).
  * - stop-installation, logs-gather: accepted, nothing stored.
  * - other step types are accepted and ignored.
  * Returns 0, or -EINVAL with err 400 for a malformed reply or output. */
 int host_apply_step_reply(json_t *host, const json_t *reply, ah_err *err);
 /* Same, with the cluster facts (NULL = derive from cluster_id as above). */
 int host_apply_step_reply_cluster(json_t *host, const json_t *reply, const json_t *cluster, ah_err *err);
+/* A verify-vips reply (§7.5) seen from the cluster: the verdicts
+ * [{vip, vip_type, verification}] of its output go to the cluster model's
+ * api_vips / ingress_vips[].verification (cluster_apply_vip_verifications()),
+ * which the api-vips-valid / ingress-vips-valid validations read.  Other
+ * step types, a non-zero exit code or an empty output change nothing.
+ * Returns the number of VIPs whose verification changed, or -EINVAL with
+ * err 400 when the output is not a list of objects (cluster unchanged). */
+int host_apply_verify_vips_reply(json_t *cluster, const json_t *reply, ah_err *err);
+
 /* Same, with the time (unix seconds) used for status_updated_at when the
  * reply moves the status (media disconnect, install failure); the two
  * functions above pass 0, which leaves status_updated_at alone. */

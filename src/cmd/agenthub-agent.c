@@ -21,11 +21,16 @@ static void usage(FILE *f)
 	      "           [--fail-at-stage STAGE] [--seed S] [--cacert FILE] [--insecure]\n"
 	      "           [--service-url URL] [--max-inflight K] [--duration SECONDS]\n"
 	      "           [--max-poll-seconds S] [--ramp-seconds S] [--status-seconds S]\n"
+	      "           [--reboot-after SECONDS]\n"
 	      "\n"
 	      "simulate: --iso and --ignition may be repeated (host i boots source i mod count);\n"
 	      "--iso-list reads one URL per line (blank lines and # comments skipped).\n"
 	      "--max-poll-seconds caps every pause between polls (default: the hub's\n"
-	      "next_instruction_seconds, as upstream); --ramp-seconds spreads the boots (default 5).\n",
+	      "next_instruction_seconds, as upstream); --ramp-seconds spreads the boots (default 5).\n"
+	      "A host told to exit in unbinding-pending-user-action stops; --reboot-after plays the\n"
+	      "person (or BMC) who reboots it into the discovery image SECONDS later (same host id\n"
+	      "and hardware, a fresh boot), and also reboots installed hosts once they show that\n"
+	      "state (looked at every 10 s).\n",
 	      f);
 }
 
@@ -37,7 +42,8 @@ static int parse_uint(const char *name, const char *v, unsigned long long max, u
 	errno = 0;
 	x = strtoull(v, &end, 10);
 	if (errno || end == v || *end || v[0] == '-' || x > max) {
-		fprintf(stderr, "agenthub-agent: %s: invalid value '%s'\n", name, v);
+		fprintf(stderr, "agenthub-agent simulate: --%s: invalid value '%s' (want a whole number from 0 to %llu)\n",
+			name, v, max);
 		return -1;
 	}
 	*ret = x;
@@ -133,7 +139,8 @@ static int add_source(char ***list, unsigned *n, const char *v)
 static int cmd_simulate(int argc, char **argv)
 {
 	enum { O_ISO = 256, O_IGN, O_HOSTS, O_CPUS, O_MEM, O_DISK, O_SUBNET, O_STAGE, O_FAIL, O_SEED,
-	       O_CACERT, O_INSECURE, O_URL, O_INFLIGHT, O_DURATION, O_MAXPOLL, O_RAMP, O_STATUS, O_ISOLIST };
+	       O_CACERT, O_INSECURE, O_URL, O_INFLIGHT, O_DURATION, O_MAXPOLL, O_RAMP, O_STATUS, O_ISOLIST,
+	       O_REBOOT };
 	static const struct option longopts[] = {
 		{ "iso", required_argument, NULL, O_ISO },
 		{ "ignition", required_argument, NULL, O_IGN },
@@ -154,6 +161,7 @@ static int cmd_simulate(int argc, char **argv)
 		{ "ramp-seconds", required_argument, NULL, O_RAMP },
 		{ "status-seconds", required_argument, NULL, O_STATUS },
 		{ "iso-list", required_argument, NULL, O_ISOLIST },
+		{ "reboot-after", required_argument, NULL, O_REBOOT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -166,7 +174,7 @@ static int cmd_simulate(int argc, char **argv)
 
 	simulate_opts_default(&o);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		const char *name = c >= O_ISO && c <= O_ISOLIST ? longopts[c - O_ISO].name : "";
+		const char *name = c >= O_ISO && c <= O_REBOOT ? longopts[c - O_ISO].name : "";
 		switch (c) {
 		case O_ISO:
 			if (add_source(&isos, &nisos, optarg) < 0)
@@ -204,6 +212,11 @@ static int cmd_simulate(int argc, char **argv)
 			else if (c == O_RAMP) o.ramp_ms = (unsigned)v * 1000;
 			else if (c == O_STATUS) o.status_seconds = v ? (unsigned)v : 1;
 			else o.duration_seconds = (unsigned)v;
+			break;
+		case O_REBOOT:
+			if (parse_uint(name, optarg, 1000000, &v) < 0)
+				goto out;
+			o.reboot_after_seconds = (int)v;
 			break;
 		case 'h':
 			usage(stdout);

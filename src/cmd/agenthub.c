@@ -2,6 +2,7 @@
  * Kubernetes-compatible API on the embedded store. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "assisted/progress.h"
 #include "base/log.h"
 #include "controllers/hub.h"
 #include "http/creds.h"
@@ -36,8 +38,10 @@ struct serve_opts {
 	int verbose;
 	const char *os_images;
 	const char *service_url;
-	int disconnect_timeout_s;
+	struct host_timeouts timeouts; /* environment, then --host-timeout / --host-disconnect-timeout */
 };
+
+extern char **environ;
 
 struct app {
 	struct kubeapi *ka;
@@ -81,9 +85,71 @@ static void usage(FILE *f)
 		"                        the test ISO built with agenthub (build/testiso/discovery-test.iso)\n"
 		"  --service-url URL     how hosts reach this hub (default https://LISTEN)\n"
 		"  --host-disconnect-timeout DURATION\n"
-		"                        silence after which a host is disconnected (default 3m)\n"
+		"                        silence after which a host is disconnected (default 3m;\n"
+		"                        same as --host-timeout HOST_MAX_DISCONNECTION_TIME=DURATION)\n"
+		"  --host-timeout NAME=DURATION\n"
+		"                        a host timeout by its upstream name, repeatable; wins over the\n"
+		"                        environment variable of the same name: HOST_MAX_DISCONNECTION_TIME,\n"
+		"                        PREPARE_FOR_INSTALLATION_HOST_TIMEOUT,\n"
+		"                        HOST_INSTALLING_PENDING_USER_ACTION_TIMEOUT,\n"
+		"                        HOST_LOG_COLLECTION_TIMEOUT, HOST_LOG_PENDING_TIMEOUT,\n"
+		"                        HOST_STAGE_<STAGE>_TIMEOUT (e.g. HOST_STAGE_INSTALLING_TIMEOUT),\n"
+		"                        ENABLE_SOFT_TIMEOUTS=true|false\n"
 		"  -v, --verbose         debug logging\n"
 		"  -h, --help            this text\n");
+}
+
+/* The upstream timeout knobs set in the environment (as the upstream service
+ * reads them); other variables are not ours and are left alone.  A knob with a
+ * bad value stops the start: running with a timeout the operator did not
+ * intend is worse than not running. */
+static int timeouts_from_environment(struct host_timeouts *t)
+{
+	host_timeouts_init(t);
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char name[128];
+		ah_err err;
+		int r;
+
+		if (!eq || (size_t)(eq - *e) >= sizeof(name))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+		ah_err_clear(&err);
+		r = host_timeouts_set(t, name, eq + 1, &err);
+		if (r == -EINVAL) {
+			fprintf(stderr, "agenthub: environment variable %s\n", err.message);
+			return r;
+		}
+		if (r == 0)
+			log_info("host timeout %s=%s (environment)", name, eq + 1);
+	}
+	return 0;
+}
+
+/* One timeout from the command line; flag is the option, for the message. */
+static int timeout_flag(const char *flag, const char *name, const char *value, struct host_timeouts *t)
+{
+	ah_err err;
+	int r;
+
+	ah_err_clear(&err);
+	r = host_timeouts_set(t, name, value, &err);
+	if (r == -ENOENT) {
+		fprintf(stderr,
+			"agenthub: %s: unknown timeout %s (expected HOST_MAX_DISCONNECTION_TIME, "
+			"PREPARE_FOR_INSTALLATION_HOST_TIMEOUT, HOST_INSTALLING_PENDING_USER_ACTION_TIMEOUT, "
+			"HOST_LOG_COLLECTION_TIMEOUT, HOST_LOG_PENDING_TIMEOUT, ENABLE_SOFT_TIMEOUTS or "
+			"HOST_STAGE_<STAGE>_TIMEOUT for an upstream stage)\n",
+			flag, name);
+		return r;
+	}
+	if (r < 0) {
+		fprintf(stderr, "agenthub: %s %s\n", flag, err.message);
+		return r;
+	}
+	log_info("host timeout %s=%s (%s)", name, value, flag);
+	return 0;
 }
 
 static int parse_serve(int argc, char **argv, struct serve_opts *o)
@@ -97,6 +163,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "os-images", required_argument, NULL, 'o' },
 		{ "service-url", required_argument, NULL, 'u' },
 		{ "host-disconnect-timeout", required_argument, NULL, 't' },
+		{ "host-timeout", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -107,6 +174,8 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 	o->listen = "127.0.0.1:6443";
 	o->event_log_keep = 100000;
 	o->max_body = DEFAULT_MAX_BODY;
+	if (timeouts_from_environment(&o->timeouts) < 0)
+		return -EINVAL;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		char *end;
@@ -132,11 +201,23 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		case 'o': o->os_images = optarg; break;
 		case 'u': o->service_url = optarg; break;
 		case 't':
-			if (hub_parse_duration(optarg, &o->disconnect_timeout_s) < 0) {
-				fprintf(stderr, "agenthub: --host-disconnect-timeout: expected a duration such as 3m or 8s, got %s\n", optarg);
+			if (timeout_flag("--host-disconnect-timeout", "HOST_MAX_DISCONNECTION_TIME", optarg,
+					 &o->timeouts) < 0)
+				return -EINVAL;
+			break;
+		case 'T': {
+			const char *eq = strchr(optarg, '=');
+			char name[128];
+
+			if (!eq || eq == optarg || (size_t)(eq - optarg) >= sizeof(name)) {
+				fprintf(stderr, "agenthub: --host-timeout: expected NAME=DURATION, got %s\n", optarg);
 				return -EINVAL;
 			}
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - optarg), optarg);
+			if (timeout_flag("--host-timeout", name, eq + 1, &o->timeouts) < 0)
+				return -EINVAL;
 			break;
+		}
 		case 'v': o->verbose = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -EINVAL;
@@ -252,7 +333,9 @@ static int serve(int argc, char **argv)
 		hc.hub_ca_pem = creds.ca_pem;
 		hc.os_images_file = o.os_images;
 		hc.default_iso = iso;
-		hc.host_disconnect_timeout_s = o.disconnect_timeout_s;
+		hc.host_disconnect_timeout_s = o.timeouts.disconnect_s < INT_MAX ? (int)o.timeouts.disconnect_s : INT_MAX;
+		/* Before the hub starts its threads: they read it from then on. */
+		host_timeouts_configure(&o.timeouts);
 		r = hub_new(api, &hc, &app.hub, &err);
 		if (r < 0) {
 			log_error("starting the hub: %s", err.message);

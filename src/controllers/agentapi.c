@@ -16,6 +16,7 @@
 #include "hub-internal.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,9 +227,16 @@ void hub_leases_release(struct hub *h)
 /* --- the applied spec ------------------------------------------------------- */
 
 /* The host fields an Agent's spec sets (besides the disk, which its status
- * shows as installation_disk_id), as agent_spec_apply() names them. */
+ * shows as installation_disk_id), as agent_spec_apply() names them; the
+ * spoke cleanup owed after an unbind ("deprovision_cd", "deprovision_node":
+ * the cluster left and the host's Node there, deprovision_info upstream);
+ * and
+ * "bound_cd": the "ns/name" of the ClusterDeployment the host is bound to
+ * ("" when unbound), the backend's cluster_id that the Agent's reference
+ * only asks for (kubeapi.md §4.4 steps 5-6). */
 static const char *const applied_keys[] = { "role", "requested_hostname", "installer_args",
-					    "ignition_config_overrides", NULL };
+					    "ignition_config_overrides", "ignition_endpoint_token", "bound_cd",
+					    "deprovision_cd", "deprovision_node", NULL };
 
 /* The Agent's record of applied fields: an object of applied_keys plus the
  * Agent's uid, so that a record left behind by a deleted Agent of the same
@@ -321,32 +329,170 @@ static int check_ignition(const char *text, ah_err *err)
 	return ignition_validate_override(text, err) ? -EINVAL : 0;
 }
 
+/* The value of the ignition token Secret ns/name (agent_spec_ctx): the
+ * token is a secret, so no message here carries it. */
+static int read_ignition_token(void *opaque, const char *ns, const char *name, char **ret_token, ah_err *err)
+{
+	struct hub *h = opaque;
+	json_t *sec = NULL, *text;
+	const char *b64;
+	unsigned char *raw = NULL;
+	size_t len;
+	int r;
+
+	*ret_token = NULL;
+	if (!*ns || !*name)
+		return -ENOENT;
+	r = kube_get(h->api, h->k_secret, ns, name, &sec, err);
+	if (r < 0)
+		return r;
+	b64 = jstr(json_object_get(sec, "data"), AGENT_IGNITION_TOKEN_KEY);
+	r = b64 ? util_base64_decode(b64, strlen(b64), &raw, &len) : -ENODATA;
+	json_decref(sec);
+	if (r == -EINVAL)
+		r = -ENODATA;
+	if (r < 0)
+		return r;
+	/* The host model is JSON: the token must be text. */
+	text = strlen((char *)raw) == len ? json_stringn((char *)raw, len) : NULL;
+	if (!text) {
+		free(raw);
+		return ah_err_set(err, EINVAL, 500, "InternalError", "key %s does not hold UTF-8 text",
+				  AGENT_IGNITION_TOKEN_KEY);
+	}
+	json_decref(text);
+	*ret_token = (char *)raw;
+	return 0;
+}
+
+void hub_token_ref_note(struct hub *h, const char *agent_ns, const char *agent_name, const json_t *ref)
+{
+	const char *ns = jstr(ref, "namespace"), *name = jstr(ref, "name");
+	char key[520], secret[520];
+	const char *old;
+
+	snprintf(key, sizeof(key), "%s/%s", agent_ns ? agent_ns : "", agent_name ? agent_name : "");
+	snprintf(secret, sizeof(secret), "%s/%s", ns ? ns : "", name ? name : "");
+	pthread_mutex_lock(&h->lock);
+	old = h->token_refs ? json_string_value(json_object_get(h->token_refs, key)) : NULL;
+	if (!json_is_object(ref) || !h->token_refs)
+		json_object_del(h->token_refs, key);
+	else if (!old || strcmp(old, secret) != 0)
+		json_object_set_new(h->token_refs, key, json_string(secret));
+	pthread_mutex_unlock(&h->lock);
+}
+
+void hub_token_secret_changed(struct hub *h, const char *ns, const char *name)
+{
+	json_t *due = json_array(), *v;
+	const char *key;
+	char secret[520];
+	size_t i;
+
+	if (!due)
+		return;
+	snprintf(secret, sizeof(secret), "%s/%s", ns ? ns : "", name ? name : "");
+	pthread_mutex_lock(&h->lock);
+	if (h->token_refs)
+		json_object_foreach(h->token_refs, key, v)
+			if (json_string_value(v) && strcmp(json_string_value(v), secret) == 0)
+				json_array_append_new(due, json_string(key));
+	pthread_mutex_unlock(&h->lock);
+	/* Enqueue outside h->lock: the queue has a lock of its own. */
+	json_array_foreach(due, i, v) {
+		char ans[256], aname[256];
+
+		if (sscanf(json_string_value(v), "%255[^/]/%255s", ans, aname) == 2)
+			hub_enqueue(h, "agent", ans, aname);
+	}
+	json_decref(due);
+}
+
 /* Apply the Agent's spec to host (kubeapi.md §4.4 step 8).  Returns whether
  * host changed; *ret_failed with err set when a value is bad (then nothing
- * is applied: InputError) or the applied values could not be kept
- * (BackendError, tried again on the next pass). */
+ * is applied: InputError), the ignition token Secret cannot be read, or the
+ * applied values could not be kept (BackendError, tried again on the next
+ * pass; a change of the Secret queues the Agent again). */
 static bool spec_sync(struct hub *h, const json_t *agent, json_t *host, bool *ret_failed, ah_err *err)
 {
+	const json_t *meta = json_object_get(agent, "metadata"), *spec = json_object_get(agent, "spec");
 	struct agent_spec_ctx ctx = {
-		.host_id = jstr(json_object_get(agent, "metadata"), "name"),
+		.host_id = jstr(meta, "name"),
 		.infra_env_id = jstr(host, "infra_env_id") ? jstr(host, "infra_env_id") : "",
 		.validate_ignition = check_ignition,
+		.get_ignition_token = read_ignition_token,
+		.opaque = h,
 	};
 	bool changed = false;
 
-	*ret_failed = agent_spec_apply(host, json_object_get(agent, "spec"), &ctx, &changed, err) < 0;
+	hub_token_ref_note(h, jstr(meta, "namespace"), jstr(meta, "name"),
+			   json_object_get(spec, "ignitionEndpointTokenReference"));
+	*ret_failed = agent_spec_apply(host, spec, &ctx, &changed, err) < 0;
 	if (changed && applied_save(h, agent, host, err) < 0)
 		*ret_failed = true;
+	/* The host model travels on (registration and progress replies, the
+	 * cluster side): like upstream's Host it only tells that a token is
+	 * set.  The token stays in the applied record and the lease, where
+	 * hub_host_ignition_token() finds it. */
+	if (json_object_get(host, "ignition_endpoint_token")) {
+		json_object_del(host, "ignition_endpoint_token");
+		json_object_set_new(host, "ignition_endpoint_token_set", json_true());
+	}
 	return changed;
+}
+
+int hub_host_ignition_token(struct hub *h, const json_t *agent, char **ret)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+	struct host_lease *l;
+	const char *t;
+
+	*ret = NULL;
+	if (!jstr(meta, "namespace") || !jstr(meta, "name"))
+		return 0;
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, jstr(meta, "namespace"), jstr(meta, "name"));
+	t = l ? jstr(l->applied, "ignition_endpoint_token") : NULL;
+	if (t && *t && !(*ret = strdup(t))) {
+		pthread_mutex_unlock(&h->lock);
+		return -ENOMEM;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return 0;
 }
 
 /* --- host model <-> Agent ---------------------------------------------------- */
 
-static bool agent_bound(const json_t *agent)
+/* The "ns/name" of the ClusterDeployment an Agent's spec points at, or "". */
+static void agent_ref_key(const json_t *agent, char *buf, size_t size)
 {
 	const json_t *ref = json_object_get(json_object_get(agent, "spec"), "clusterDeploymentName");
+	const char *name = jstr(ref, "name"), *ns = jstr(ref, "namespace");
 
-	return jstr(ref, "name") && *jstr(ref, "name");
+	buf[0] = '\0';
+	if (!name || !*name)
+		return;
+	if (!ns || !*ns)
+		ns = jstr(json_object_get(agent, "metadata"), "namespace");
+	snprintf(buf, size, "%s/%s", ns ? ns : "", name);
+}
+
+/* The states of a host in the pool: no cluster (backend.md §1, UNB). */
+static bool unbound_state(const char *st)
+{
+	static const char *const u[] = { "discovering-unbound", "insufficient-unbound", "known-unbound",
+					 "disconnected-unbound", "disabled-unbound", "unbinding",
+					 "unbinding-pending-user-action", NULL };
+
+	for (const char *const *p = u; *p; p++)
+		if (strcmp(st, *p) == 0)
+			return true;
+	return false;
+}
+
+static bool host_is_bound(const json_t *host)
+{
+	return jstr(host, "bound_cd") && *jstr(host, "bound_cd");
 }
 
 /* Install progress between the host model (snake_case, unix seconds) and
@@ -431,7 +577,16 @@ static json_t *host_model(const json_t *agent, const struct host_lease *l)
 		json_object_set_new(host, "suggested_role", json_string(jstr(status, "role")));
 	if (jstr(status, "installation_disk_id"))
 		json_object_set_new(host, "installation_disk_id", json_string(jstr(status, "installation_disk_id")));
-	json_object_set_new(host, "cluster_id", json_string(agent_bound(agent) ? "bound" : ""));
+	/* A record from before bindings were kept: the host is bound where its
+	 * Agent points unless its state says it is in the pool. */
+	if (!jstr(host, "bound_cd")) {
+		char key[520];
+
+		agent_ref_key(agent, key, sizeof(key));
+		json_object_set_new(host, "bound_cd",
+				    json_string(jstr(dbg, "state") && unbound_state(jstr(dbg, "state")) ? "" : key));
+	}
+	json_object_set_new(host, "cluster_id", json_string(*jstr(host, "bound_cd") ? "bound" : ""));
 	json_object_set_new(host, "checked_in_at", json_integer(l->checked_in_at));
 	if (json_object_get(status, "validationsInfo")) {
 		char *vi = json_dumps(json_object_get(status, "validationsInfo"), JSON_COMPACT);
@@ -557,8 +712,10 @@ static json_t *agent_status(const json_t *agent, const json_t *host, const json_
 		role = suggested;
 	if (role)
 		json_object_set_new(st, "role", json_string(role));
-	if (jstr(host, "installation_disk_id"))
+	if (jstr(host, "installation_disk_id") && *jstr(host, "installation_disk_id"))
 		json_object_set_new(st, "installation_disk_id", json_string(jstr(host, "installation_disk_id")));
+	else
+		json_object_del(st, "installation_disk_id");
 	json_object_set_new(st, "kind", json_string(jstr(host, "kind") && *jstr(host, "kind") ? jstr(host, "kind") : "Host"));
 	if (json_is_true(json_object_get(host, "bootstrap")))
 		json_object_set_new(st, "bootstrap", json_true());
@@ -576,6 +733,11 @@ static json_t *agent_status(const json_t *agent, const json_t *host, const json_
 		json_object_set_new(st, "ntpSources", ntp);
 	conds = agent_conditions(jstr(host, "status"), jstr(host, "status_info"), vi,
 				 json_is_true(json_object_get(host, "approved")), spec_err);
+	if (jstr(host, "spoke_cleanup_error"))
+		json_array_append_new(conds, json_pack("{s:s,s:s,s:s,s:s,s:n,s:n}", "type", "Cleanup", "status",
+						       "False", "reason", "CleanupFailed", "message",
+						       jstr(host, "spoke_cleanup_error"), "lastHeartbeatTime",
+						       "lastTransitionTime"));
 	util_now_rfc3339(now, sizeof(now));
 	conditions_merge_times(conds, json_object_get(old, "conditions"), now);
 	json_object_set_new(st, "conditions", conds);
@@ -593,9 +755,16 @@ static int sync_labels(struct hub *h, const json_t *agent, const json_t *inv)
 	const char *k;
 	json_t *v;
 	bool differs = false;
-	char *raw = json_dumps(inv, JSON_COMPACT);
+	char *raw = json_dumps(inv, JSON_COMPACT), key[520], *slash;
 	int r = 0;
 
+	/* How an ACI finds its Agents (kubeapi.md §3): the namespace of the
+	 * ClusterDeployment reference, "" when there is none. */
+	agent_ref_key(agent, key, sizeof(key));
+	if ((slash = strchr(key, '/')))
+		*slash = '\0';
+	if (labels)
+		json_object_set_new(labels, "agent-install.openshift.io/clusterdeployment-namespace", json_string(key));
 	json_object_foreach(labels, k, v)
 		if (!json_equal(json_object_get(ol, k), v))
 			differs = true;
@@ -657,7 +826,16 @@ static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host
 	if (!json_equal(st, json_object_get(agent, "status"))) {
 		struct kube_opts o = { .status = true };
 		json_t *patch = json_pack("{s:O}", "status", st), *ret = NULL;
+		const char *k;
+		json_t *v;
 		ah_err err;
+
+		/* A merge patch keeps what it does not name: a field the host
+		 * no longer has (progress, bootstrap, disk after an unbind) is
+		 * removed by naming it null. */
+		json_object_foreach(json_object_get(agent, "status"), k, v)
+			if (!json_object_get(st, k))
+				json_object_set_new(json_object_get(patch, "status"), k, json_null());
 
 		if (cas)
 			json_object_set_new(patch, "metadata",
@@ -690,8 +868,12 @@ struct host_cluster {
 
 static void host_cluster_load(struct hub *h, const json_t *agent, json_t *host, struct host_cluster *hc)
 {
+	char ns[256], name[256];
+
+	(void)agent;
 	hc->cluster = hc->hosts = NULL;
-	if (!agent_bound(agent) || hub_cluster_context(h, agent, &hc->cluster, &hc->hosts) < 0)
+	if (!host_is_bound(host) || sscanf(jstr(host, "bound_cd"), "%255[^/]/%255s", ns, name) != 2 ||
+	    hub_cluster_context(h, ns, name, &hc->cluster, &hc->hosts) < 0)
 		return;
 	/* The real cluster id (the model's "bound" placeholder only says bound). */
 	if (host && jstr(hc->cluster, "id"))
@@ -748,16 +930,250 @@ static bool ensure_installation_disk(json_t *host)
 	return changed;
 }
 
+/* --- binding (kubeapi.md §4.4 steps 5-6, §5) ------------------------------ */
+
+static bool inst6_state(const char *st)
+{
+	static const char *const s6[] = { "preparing-for-installation", "preparing-successful", "installing",
+					  "installing-in-progress", "installing-pending-user-action",
+					  "preparing-failed", NULL };
+
+	for (const char *const *p = s6; *p; p++)
+		if (strcmp(st, *p) == 0)
+			return true;
+	return false;
+}
+
+/* "" and amd64 are x86_64, aarch64 is arm64 (the names an InfraEnv and a
+ * release image use). */
+static const char *norm_arch(const char *a)
+{
+	if (!a || !*a || !strcmp(a, "amd64"))
+		return "x86_64";
+	if (!strcmp(a, "aarch64"))
+		return "arm64";
+	return a;
+}
+
+/* Unbind the host from its cluster: unbinding from the discovery states,
+ * unbinding-pending-user-action once the installation started. */
+static int unbind_host(struct hub *h, const json_t *agent, json_t *host, ah_err *err)
+{
+	const char *st = jstr(host, "status");
+	json_t *ie = NULL;
+	int r;
+
+	/* Step 5: an installing host of day 1 cannot just leave. */
+	if (inst6_state(st) && strcmp(jstr(host, "kind") ? jstr(host, "kind") : "", "AddToExistingClusterHost") != 0) {
+		char key[520];
+
+		agent_ref_key(agent, key, sizeof(key));
+		if (!*key)
+			return ah_err_set(err, EINVAL, 400, "BadRequest",
+					  "cancelling non-day-2 host [%s] in the middle of installation is not allowed",
+					  jstr(host, "id"));
+	}
+	/* A host of an InfraEnv bound to a cluster stays with it. */
+	if (jstr(host, "infra_env_id") && hub_find_infraenv(h, jstr(host, "infra_env_id"), &ie) == 0) {
+		const json_t *cref = json_object_get(json_object_get(ie, "spec"), "clusterRef");
+
+		if (jstr(cref, "name") && *jstr(cref, "name")) {
+			ah_err_set(err, EBUSY, 409, "Conflict", "Cannot unbind Host %s. InfraEnv %s is bound to Cluster %s",
+				   jstr(host, "id"), jstr(host, "infra_env_id"), jstr(cref, "name"));
+			json_decref(ie);
+			return -EBUSY;
+		}
+	}
+	json_decref(ie);
+	{
+		/* The Node the host was in the cluster, cleaned up once the host
+		 * is back in the discovery image (§5: every unbind records it). */
+		json_t *inv = parse_maybe_text(json_object_get(host, "inventory"));
+		const char *node = jstr(host, "requested_hostname") && *jstr(host, "requested_hostname")
+					   ? jstr(host, "requested_hostname") : jstr(inv, "hostname");
+
+		json_object_set_new(host, "deprovision_node", json_string(node ? node : ""));
+		json_object_set_new(host, "deprovision_cd", json_string(jstr(host, "bound_cd")));
+		json_decref(inv);
+	}
+	r = host_unbind(host, time(NULL), err);
+	if (r < 0) {
+		json_object_del(host, "deprovision_node");
+		json_object_del(host, "deprovision_cd");
+		return r;
+	}
+	json_object_set_new(host, "bound_cd", json_string(""));
+	json_object_set_new(host, "cluster_id", json_string(""));
+	return 1;
+}
+
+/* Bind an unbound host to the cluster of the ClusterDeployment ns/name. */
+static int bind_host(struct hub *h, json_t *host, const char *key, ah_err *err)
+{
+	char ns[256], name[256];
+	json_t *cd = NULL, *cluster = NULL, *ie = NULL;
+	const char *cst, *carch, *iarch = NULL;
+	ah_err e2;
+	int r;
+
+	if (sscanf(key, "%255[^/]/%255s", ns, name) != 2)
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "spec.clusterDeploymentName: invalid reference %s", key);
+	if (kube_get(h->api, h->k_cd, ns, name, &cd, &e2) < 0)
+		return ah_err_set(err, ENOENT, 500, "BackendError",
+				  "failed to get clusterDeployment with name %s in namespace %s: "
+				  "clusterdeployments.hive.openshift.io \"%s\" not found",
+				  name, ns, name);
+	json_decref(cd);
+	if (hub_cluster_context(h, ns, name, &cluster, NULL) < 0)
+		return ah_err_set(err, ENOENT, 500, "BackendError", "record not found");
+	/* Only a host ready to be bound moves; others wait for known-unbound. */
+	if (strcmp(jstr(host, "status"), "known-unbound") != 0) {
+		json_decref(cluster);
+		return 0;
+	}
+	cst = jstr(cluster, "status") ? jstr(cluster, "status") : "";
+	if (strcmp(cst, "insufficient") && strcmp(cst, "ready") && strcmp(cst, "pending-for-input") &&
+	    strcmp(cst, "adding-hosts")) {
+		ah_err_set(err, EBUSY, 409, "Conflict",
+			   "Cluster %s is in %s state, host can register only in one of "
+			   "[insufficient ready pending-for-input adding-hosts]",
+			   jstr(cluster, "id") ? jstr(cluster, "id") : name, cst);
+		json_decref(cluster);
+		return -EBUSY;
+	}
+	carch = jstr(cluster, "cpu_architecture");
+	if (jstr(host, "infra_env_id") && hub_find_infraenv(h, jstr(host, "infra_env_id"), &ie) == 0)
+		iarch = jstr(json_object_get(ie, "spec"), "cpuArchitecture");
+	if (carch && *carch && strcmp(carch, "multi") != 0 && strcmp(norm_arch(iarch), norm_arch(carch)) != 0) {
+		ah_err_set(err, EINVAL, 400, "BadRequest", "InfraEnv's CPU architecture (%s) doesn't match the cluster (%s)",
+			   norm_arch(iarch), norm_arch(carch));
+		json_decref(ie);
+		json_decref(cluster);
+		return -EINVAL;
+	}
+	json_decref(ie);
+	r = host_bind(host, jstr(cluster, "id") ? jstr(cluster, "id") : "bound", time(NULL), err);
+	json_decref(cluster);
+	if (r < 0)
+		return r;
+	json_object_set_new(host, "bound_cd", json_string(key));
+	return 1;
+}
+
+/* The Agent's ClusterDeployment reference against the host's binding:
+ * cleared → unbind; set on an unbound host → bind (once it is
+ * known-unbound); moved → unbind now, bind once back in the pool.  1 when
+ * the host changed (the binding is kept at once), 0, or negative with err
+ * set: the SpecSynced error (InputError for 4xx, BackendError otherwise). */
+static int binding_sync(struct hub *h, const json_t *agent, json_t *host, ah_err *err)
+{
+	const char *have = jstr(host, "bound_cd") ? jstr(host, "bound_cd") : "";
+	const char *st = jstr(host, "status");
+	char want[520];
+	int r = 0;
+
+	if (!st || !*st)
+		return 0;
+	agent_ref_key(agent, want, sizeof(want));
+	if (*have && strcmp(have, want) != 0)
+		r = unbind_host(h, agent, host, err);
+	else if (*want && !*have)
+		r = bind_host(h, host, want, err);
+	/* Kept on every pass (a no-op when unchanged), so that a binding
+	 * only inferred from an older record is pinned before the reference
+	 * changes. */
+	if (r >= 0 && applied_save(h, agent, host, err) < 0)
+		return -EIO;
+	return r;
+}
+
+#define ANN_SKIP_SPOKE_CLEANUP "agent.agent-install.openshift.io/skip-spoke-cleanup"
+#define SPOKE_RETRY_MS 10000
+
+/* The spoke cleanup owed by an unbind (kubeapi.md §4.4 step 3), once the
+ * host is back in the discovery image: its Node in the cluster it left is
+ * deleted through that cluster's admin kubeconfig.  The skip annotation, or
+ * no kubeconfig Secret, just clears it.  A failure shows in the Cleanup
+ * condition ("spoke_cleanup_error") and is tried again in 10 s; setting the
+ * annotation aborts it.  1 when the owed cleanup was settled. */
+static int spoke_cleanup(struct hub *h, const json_t *agent, json_t *host)
+{
+	static const char *const waiting[] = { "unbinding", "unbinding-pending-user-action", "reclaiming",
+					       "reclaiming-rebooting", "binding", NULL };
+	const json_t *meta = json_object_get(agent, "metadata");
+	const char *cdkey = jstr(host, "deprovision_cd"), *st = jstr(host, "status");
+	char ns[256], name[256], secname[320];
+	json_t *cd = NULL, *sec = NULL;
+	const char *kc64, *ref;
+	unsigned char *kc = NULL;
+	size_t kclen = 0;
+	ah_err err;
+	int r;
+
+	if (!cdkey || !*cdkey || !st)
+		return 0;
+	for (const char *const *w = waiting; *w; w++)
+		if (strcmp(st, *w) == 0)
+			return 0;
+	if (!json_object_get(json_object_get(meta, "annotations"), ANN_SKIP_SPOKE_CLEANUP) &&
+	    sscanf(cdkey, "%255[^/]/%255s", ns, name) == 2) {
+		/* The Secret the ClusterDeployment names, or the usual name
+		 * when the ClusterDeployment is gone. */
+		snprintf(secname, sizeof(secname), "%s-admin-kubeconfig", name);
+		if (kube_get(h->api, h->k_cd, ns, name, &cd, &err) == 0) {
+			ref = jstr(json_object_get(json_object_get(json_object_get(cd, "spec"), "clusterMetadata"),
+						   "adminKubeconfigSecretRef"), "name");
+			if (ref && *ref)
+				snprintf(secname, sizeof(secname), "%s", ref);
+		}
+		json_decref(cd);
+		if (kube_get(h->api, h->k_secret, ns, secname, &sec, &err) == 0 &&
+		    (kc64 = jstr(json_object_get(sec, "data"), "kubeconfig")) &&
+		    util_base64_decode(kc64, strlen(kc64), &kc, &kclen) == 0) {
+			r = hub_spoke_delete_node((const char *)kc, kclen, jstr(host, "deprovision_node"), &err);
+			OPENSSL_cleanse(kc, kclen);
+			free(kc);
+			if (r < 0) {
+				json_decref(sec);
+				json_object_set_new(host, "spoke_cleanup_error", json_string(err.message));
+				hub_enqueue_after(h, "agent", jstr(meta, "namespace"), jstr(meta, "name"), SPOKE_RETRY_MS);
+				return 0;
+			}
+			log_info("agent %s/%s: node %s deleted from the cluster of %s", jstr(meta, "namespace"),
+				 jstr(meta, "name"), jstr(host, "deprovision_node"), cdkey);
+		}
+		json_decref(sec);
+	}
+	json_object_set_new(host, "deprovision_cd", json_string(""));
+	json_object_set_new(host, "deprovision_node", json_string(""));
+	json_object_del(host, "spoke_cleanup_error");
+	return 1;
+}
+
 static int host_pass_in(struct hub *h, const json_t *agent, json_t *host, bool refresh,
 			const struct host_cluster *hc)
 {
-	ah_err err;
+	ah_err err, berr;
 	bool failed = false;
-	bool changed = spec_sync(h, agent, host, &failed, &err);
+	int b = binding_sync(h, agent, host, &berr);
+	bool changed;
+
+	/* Before the spec sync, which hides the applied token from the model:
+	 * a save must keep the whole record. */
+	if (spoke_cleanup(h, agent, host) > 0 && applied_save(h, agent, host, &err) < 0)
+		log_warn("host %s: %s", jstr(host, "id"), err.message);
+	changed = spec_sync(h, agent, host, &failed, &err);
+
+	if (b < 0 && !failed) {
+		failed = true;
+		err = berr;
+	}
 
 	changed |= ensure_installation_disk(host);
 
-	if (refresh || changed)
+	/* A host that just bound or unbound is no longer the cluster's hc
+	 * describes: its next pass runs the state machine. */
+	if ((refresh || changed) && b <= 0)
 		refresh_host(h, host, hc);
 	return sync_agent_cas(h, agent, host, failed ? &err : NULL, true);
 }
@@ -923,6 +1339,31 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 		json_decref(body);
 		return api_error(req, 400, "host_id: a UUID is required");
 	}
+	/* An InfraEnv being deleted takes no new hosts (its last ones are
+	 * on their way out). */
+	if (jstr(meta, "deletionTimestamp")) {
+		json_decref(body);
+		return api_error(req, 404, "infra-env %s is being deleted", ie_id);
+	}
+	/* A host of an InfraEnv bound to a cluster registers into that
+	 * cluster: gone (or going) → 404, and the agent stops (§7.3). */
+	{
+		const json_t *cref = json_object_get(spec, "clusterRef");
+		json_t *cd = NULL;
+
+		if (jstr(cref, "name") && *jstr(cref, "name")) {
+			const char *cdns = jstr(cref, "namespace") && *jstr(cref, "namespace") ? jstr(cref, "namespace") : ns;
+			bool gone = kube_get(h->api, h->k_cd, cdns, jstr(cref, "name"), &cd, &err) < 0 ||
+				    jstr(json_object_get(cd, "metadata"), "deletionTimestamp");
+
+			json_decref(cd);
+			if (gone) {
+				json_decref(body);
+				return api_error(req, 404, "Cluster %s/%s of infra-env %s not found", cdns,
+						 jstr(cref, "name"), ie_id);
+			}
+		}
+	}
 	r = kube_get(h->api, h->k_agent, ns, host_id, &agent, &err);
 	if (r == -ENOENT) {
 		json_t *a = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:[{s:s,s:s,s:s,s:s}]},s:{s:b,s:s}}",
@@ -962,7 +1403,7 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 		json_decref(body);
 		return MHD_NO;
 	}
-	if (host_register(host, created != NULL, agent_bound(agent), time(NULL), &err) < 0) {
+	if (host_register(host, created != NULL, host_is_bound(host), time(NULL), &err) < 0) {
 		json_decref(host);
 		json_decref(agent);
 		json_decref(body);
@@ -971,6 +1412,10 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 	json_object_set_new(host, "discovery_agent_version",
 			    json_string(jstr(body, "discovery_agent_version") ? jstr(body, "discovery_agent_version") : ""));
 	save_facts(h, ie, host_id, host);
+	/* The binding a new host starts with (its InfraEnv's cluster) is
+	 * kept now: the Agent's reference may change from here on. */
+	if (applied_save(h, agent, host, &err) < 0)
+		log_warn("host %s: %s", host_id, err.message);
 	{
 		struct host_cluster hc;
 
@@ -1003,8 +1448,8 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 	return res;
 }
 
-static int load_host(struct hub *h, const json_t *ie, const char *host_id, json_t **ret_agent,
-		     json_t **ret_host)
+static int load_host_use(struct hub *h, const json_t *ie, const char *host_id, json_t **ret_agent,
+			 json_t **ret_host, enum lease_use use)
 {
 	const json_t *meta = json_object_get(ie, "metadata");
 	json_t *agent = NULL;
@@ -1019,7 +1464,7 @@ static int load_host(struct hub *h, const json_t *ie, const char *host_id, json_
 		json_decref(agent);
 		return -ENOENT;
 	}
-	*ret_host = host_of(h, agent, jstr(meta, "uid"), LEASE_TOUCH);
+	*ret_host = host_of(h, agent, jstr(meta, "uid"), use);
 	if (!*ret_host) {
 		json_decref(agent);
 		return -ENOMEM;
@@ -1028,10 +1473,17 @@ static int load_host(struct hub *h, const json_t *ie, const char *host_id, json_
 	return 0;
 }
 
+/* The host's own request: it checked in now. */
+static int load_host(struct hub *h, const json_t *ie, const char *host_id, json_t **ret_agent, json_t **ret_host)
+{
+	return load_host_use(h, ie, host_id, ret_agent, ret_host, LEASE_TOUCH);
+}
+
 /* Day-2 hosts in known, insufficient or pending-for-input also check that
  * they can fetch their ignition from the spoke's API (backend.md §7.4,
  * api-vip-connectivity-check), which ignition-downloadable needs. */
-static void add_api_vip_check(json_t *steps, const json_t *host, const json_t *cluster)
+static void add_api_vip_check(struct hub *h, const json_t *agent, json_t *steps, const json_t *host,
+			      const json_t *cluster)
 {
 	static const char *const states[] = { "known", "insufficient", "pending-for-input", NULL };
 	const char *st = jstr(host, "status"), *const *s;
@@ -1056,8 +1508,17 @@ static void add_api_vip_check(json_t *steps, const json_t *host, const json_t *c
 	snprintf(url, sizeof(url), "http://api.%s.%s:22624/config/worker", jstr(cluster, "name") ? jstr(cluster, "name") : "",
 		 jstr(cluster, "base_dns_domain") ? jstr(cluster, "base_dns_domain") : "");
 	{
-		json_t *a = json_pack("{s:s}", "url", url);
+		/* The Agent's ignitionEndpointTokenReference goes to the host
+		 * here (as upstream), for fetching its pointer ignition. */
+		char *token = NULL;
+		json_t *a;
 
+		hub_host_ignition_token(h, agent, &token);
+		a = host_api_vip_check_request(token, url, NULL);
+		if (token) {
+			OPENSSL_cleanse(token, strlen(token));
+			free(token);
+		}
 		arg = a ? json_dumps(a, JSON_COMPACT) : NULL;
 		json_decref(a);
 	}
@@ -1115,7 +1576,7 @@ static enum MHD_Result do_instructions(struct hub *h, struct http_req *req, cons
 	sctx.controller_image = CONTROLLER_IMAGE;
 	steps = host_next_steps(host, jstr(host, "kind") && strcmp(jstr(host, "kind"), "AddToExistingClusterHost") == 0,
 				&sctx);
-	add_api_vip_check(steps, host, hc.cluster);
+	add_api_vip_check(h, agent, steps, host, hc.cluster);
 	host_cluster_release(&hc);
 	res = http_reply_json(req, 200, steps);
 	json_decref(steps);
@@ -1148,6 +1609,39 @@ static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const 
 			json_object_set_new(host, "api_vip_connectivity", out);
 		else
 			json_decref(out);
+	}
+	/* verify-vips: the verdicts belong to the cluster (its record, which
+	 * the cluster controller carries over while the VIPs are unchanged);
+	 * written only when one changes, again over a concurrent write, and
+	 * the controller's next pass re-evaluates api-vips-valid /
+	 * ingress-vips-valid with them. */
+	if (r == 0 && hc.cluster && jstr(hc.cluster, "id") && jstr(body, "step_type") &&
+	    strcmp(jstr(body, "step_type"), "verify-vips") == 0) {
+		char cdns[256], cdname[256];
+		int attempt;
+
+		for (attempt = 0; attempt < 8; attempt++) {
+			struct text_render tr = { NULL };
+			store_obj *so = NULL;
+			json_t *st = NULL;
+			int n = 0, u = -ENOENT;
+
+			if (store_get(h->store, CLUSTERSTATE_RESOURCE, "", jstr(hc.cluster, "id"), &so) == 0)
+				st = json_loadb(so->json, so->len, 0, NULL);
+			if (st)
+				n = host_apply_verify_vips_reply(st, body, &err);
+			if (n > 0 && (tr.text = json_dumps(st, JSON_COMPACT | JSON_SORT_KEYS)))
+				u = store_update(h->store, CLUSTERSTATE_RESOURCE, "", jstr(hc.cluster, "id"), so->rev,
+						 hub_render_text, &tr, NULL);
+			free(tr.text);
+			json_decref(st);
+			store_obj_free(so);
+			if (u == 0 && jstr(host, "bound_cd") &&
+			    sscanf(jstr(host, "bound_cd"), "%255[^/]/%255s", cdns, cdname) == 2)
+				hub_enqueue(h, "cd", cdns, cdname);
+			if (u != -ESTALE)
+				break;
+		}
 	}
 	json_decref(body);
 	if (r < 0) {
@@ -1218,6 +1712,45 @@ static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const js
 	return res;
 }
 
+/* v2GetHost: the host as the service sees it (its state, role, progress),
+ * for an agent or a person watching it (the simulator's --reboot-after). */
+static enum MHD_Result do_get_host(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
+{
+	static const char *const keys[] = { "id", "infra_env_id", "kind", "status", "status_info", "role",
+					    "suggested_role", "bootstrap", "requested_hostname",
+					    "installation_disk_id", "checked_in_at", "status_updated_at", NULL };
+	json_t *agent = NULL, *host = NULL, *out;
+	const json_t *prog;
+	enum MHD_Result res;
+	char href[256];
+
+	/* Looking is not checking in: the host's lease is left as it is. */
+	if (load_host_use(h, ie, host_id, &agent, &host, LEASE_KEEP) < 0)
+		return api_error(req, 404, "Host %s not found in infra-env %s", host_id,
+				 jstr(json_object_get(ie, "metadata"), "uid"));
+	out = json_object();
+	for (const char *const *k = keys; *k; k++)
+		if (json_object_get(host, *k))
+			json_object_set(out, *k, json_object_get(host, *k));
+	if (jstr(host, "cluster_id") && *jstr(host, "cluster_id") && strcmp(jstr(host, "cluster_id"), "bound") != 0)
+		json_object_set(out, "cluster_id", json_object_get(host, "cluster_id"));
+	prog = json_object_get(host, "progress");
+	if (json_is_object(prog))
+		json_object_set_new(out, "progress",
+				    json_pack("{s:s,s:I}", "current_stage",
+					      jstr(prog, "current_stage") ? jstr(prog, "current_stage") : "",
+					      "installation_percentage",
+					      (json_int_t)json_integer_value(json_object_get(prog, "installation_percentage"))));
+	snprintf(href, sizeof(href), API_PREFIX "/infra-envs/%s/hosts/%s", jstr(json_object_get(ie, "metadata"), "uid"),
+		 host_id);
+	json_object_set_new(out, "href", json_string(href));
+	res = http_reply_json(req, 200, out);
+	json_decref(out);
+	json_decref(host);
+	json_decref(agent);
+	return res;
+}
+
 enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
 {
 	const char *p = req->path;
@@ -1249,6 +1782,8 @@ enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
 		res = do_step_reply(h, req, ie, host_id);
 	} else if (n == 3 && strcmp(rest, "progress") == 0 && strcmp(req->method, "PUT") == 0) {
 		res = do_progress(h, req, ie, host_id);
+	} else if (n == 2 && strcmp(req->method, "GET") == 0) {
+		res = do_get_host(h, req, ie, host_id);
 	} else {
 		res = api_error(req, 404, "path %s not found", req->path);
 	}

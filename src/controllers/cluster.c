@@ -679,6 +679,9 @@ static json_t *host_models(struct hub *h, const json_t *agents)
 }
 
 /* Everything pass needs, read once. */
+struct cluster_ctx;
+static void keep_bound_hosts(struct hub *h, struct cluster_ctx *c, const char *ns, const char *cdname);
+
 struct cluster_ctx {
 	json_t *cd, *aci, *imageset;
 	json_t *cluster;       /* the model with its state, NULL before registration */
@@ -689,6 +692,30 @@ struct cluster_ctx {
 	bool spec_ok, spec_input_error;
 	char spec_error[AH_ERR_MSG_MAX];
 };
+
+/* The cluster's hosts are those bound to it: an Agent that points at the
+ * ClusterDeployment but whose host is not bound yet (or still bound
+ * elsewhere) is left out, and queued so that its binding is tried now that
+ * the cluster is there (kubeapi.md §4.4 step 6). */
+static void keep_bound_hosts(struct hub *h, struct cluster_ctx *c, const char *ns, const char *cdname)
+{
+	char key[600];
+	size_t i = 0;
+
+	snprintf(key, sizeof(key), "%s/%s", ns, cdname);
+	while (i < json_array_size(c->hosts) && i < json_array_size(c->agents)) {
+		const json_t *host = json_array_get(c->hosts, i), *a = json_array_get(c->agents, i);
+
+		if (streq(jstr(host, "bound_cd"), key)) {
+			i++;
+			continue;
+		}
+		if (c->cluster && jstr(json_object_get(json_object_get(a, "status"), "debugInfo"), "state"))
+			hub_enqueue(h, "agent", meta_str(a, "namespace"), meta_str(a, "name"));
+		json_array_remove(c->hosts, i);
+		json_array_remove(c->agents, i);
+	}
+}
 
 static void cluster_ctx_release(struct cluster_ctx *c)
 {
@@ -854,33 +881,34 @@ static int load_cluster(struct hub *h, struct cluster_ctx *c)
 		json_object_set_new(c->cluster, "id", json_string(meta_str(c->aci, "uid")));
 		json_object_set_new(c->cluster, "pull_secret_set", json_boolean(c->pull_secret != NULL));
 		if (!jstr(c->cluster, "status")) {
-			/* Registration (§4.3 step 3): day-1 starts insufficient,
-			 * an imported installed cluster starts adding hosts. */
-			bool day2 = streq(jstr(c->cluster, "kind"), "AddHostsCluster");
-
-			json_object_set_new(c->cluster, "status", json_string(day2 ? "adding-hosts" : "insufficient"));
-			json_object_set_new(c->cluster, "status_info",
-					    json_string(day2 ? CLUSTER_INFO_ADDING_HOSTS : CLUSTER_INFO_INSUFFICIENT));
-			json_object_set_new(c->cluster, "status_updated_at", json_integer(time(NULL)));
+			/* Registration (§4.3 step 3): day-1 starts insufficient;
+			 * an installed cluster (the CD says so, or the ACI
+			 * completed and its record is gone) is imported as day-2
+			 * and starts adding hosts. */
+			if (cluster_crs_installed(c->cd, c->aci)) {
+				cluster_import_day2(c->cluster, c->cd, c->aci, time(NULL));
+			} else {
+				json_object_set_new(c->cluster, "status", json_string("insufficient"));
+				json_object_set_new(c->cluster, "status_info", json_string(CLUSTER_INFO_INSUFFICIENT));
+				json_object_set_new(c->cluster, "status_updated_at", json_integer(time(NULL)));
+			}
 		}
 	}
 	c->agents = bound_agents(h, ns, cdname);
 	c->hosts = host_models(h, c->agents);
+	keep_bound_hosts(h, c, ns, cdname);
 	return 0;
 }
 
-int hub_cluster_context(struct hub *h, const json_t *agent, json_t **ret_cluster, json_t **ret_hosts)
+int hub_cluster_context(struct hub *h, const char *cdns, const char *cdname, json_t **ret_cluster,
+			json_t **ret_hosts)
 {
-	const json_t *ref = json_object_get(json_object_get(agent, "spec"), "clusterDeploymentName");
-	const char *cdname = jstr(ref, "name"), *cdns = jstr(ref, "namespace");
 	struct cluster_ctx c = { 0 };
 	const json_t *iref;
 	ah_err err;
 
-	if (!cdname || !*cdname)
+	if (!cdname || !*cdname || !cdns || !*cdns)
 		return -ENOENT;
-	if (!cdns || !*cdns)
-		cdns = meta_str(agent, "namespace");
 	if (kube_get(h->api, h->k_cd, cdns, cdname, &c.cd, &err) < 0)
 		return -ENOENT;
 	iref = json_object_get(json_object_get(c.cd, "spec"), "clusterInstallRef");
@@ -1425,7 +1453,40 @@ static void aci_cleanup(struct hub *h, struct cluster_ctx *c)
 	const char *cdname = jstr(json_object_get(json_object_get(c->aci, "spec"), "clusterDeploymentRef"), "name");
 	const char *ns = meta_str(c->aci, "namespace");
 	json_t *agents = bound_agents(h, ns, cdname ? cdname : ""), *a;
+	const char *cst = jstr(json_object_get(json_object_get(c->aci, "status"), "debugInfo"), "state");
+	static const char *const running[] = { "preparing-for-installation", "installing",
+					       "installing-pending-user-action", "finalizing", "error", NULL };
 	size_t i;
+
+	/* A running installation is cancelled first: the cluster and each of
+	 * its installing hosts say so (events), then the hosts leave. */
+	for (const char *const *r = running; cst && *r; r++) {
+		struct hub_event_ref ref;
+
+		if (!streq(cst, *r))
+			continue;
+		hub_event_ref_object(c->aci, &ref);
+		ref.cluster_id = meta_str(c->aci, "uid");
+		hub_event_cluster_status(h, &ref, cst, "cancelled", CLUSTER_INFO_CANCELLED);
+		json_array_foreach(agents, i, a) {
+			json_t *host = hub_host_model(h, a);
+			ah_err err;
+
+			if (host && host_cancel_installation(host, "Installation cancelled by user", time(NULL), &err) == 0)
+				hub_host_sync(h, a, host);
+			json_decref(host);
+		}
+		json_decref(agents);
+		agents = bound_agents(h, ns, cdname ? cdname : "");
+		{
+			json_t *patch = json_pack("{s:{s:{s:s,s:s}}}", "status", "debugInfo", "state", "cancelled",
+						  "stateInfo", CLUSTER_INFO_CANCELLED);
+
+			patch_obj(h, h->k_aci, ns, meta_str(c->aci, "name"), patch, true);
+			json_decref(patch);
+		}
+		break;
+	}
 
 	json_array_foreach(agents, i, a) {
 		const char *ie_name = jstr(json_object_get(json_object_get(a, "metadata"), "labels"), LABEL_INFRAENV);

@@ -92,6 +92,8 @@ struct hub {
 	json_t *delayed;           /* object: "kind/ns/name" -> due time (monotonic ms) */
 	pthread_mutex_t ie_lock;   /* guards ie_by_uid */
 	json_t *ie_by_uid;         /* object: InfraEnv uid -> "ns/name" (a lookup hint) */
+	json_t *token_refs;        /* "ns/name" of an Agent -> "ns/name" of the Secret its
+				    * ignitionEndpointTokenReference names; guarded by lock */
 	int64_t last_rev;
 
 	/* Cluster installation (cluster.c). */
@@ -115,6 +117,20 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name);
 int hub_reconcile_agent(struct hub *h, const char *ns, const char *name);
 /* The Agent is gone: drop what this process kept about its host. */
 void hub_forget_host(struct hub *h, const char *ns, const char *name);
+/* Ignition token Secrets (agentapi.c; kubeapi.md §4.4 watches a Secret →
+ * the Agents whose ignitionEndpointTokenReference names it).  note: keep
+ * which Secret the Agent agent_ns/agent_name names (ref: the reference
+ * object; NULL or not an object forgets the Agent); the spec sync calls it
+ * on every pass.  changed: a Secret event; queue the Agents that name
+ * ns/name (a walk over the Agents that have a reference only).
+ * Thread-safe. */
+void hub_token_ref_note(struct hub *h, const char *agent_ns, const char *agent_name, const json_t *ref);
+void hub_token_secret_changed(struct hub *h, const char *ns, const char *name);
+/* The ignition endpoint token applied to the host of agent (the spec sync
+ * keeps it out of the host model, which replies echo): 0 with *ret
+ * malloc'd, or NULL when none is applied or the host has no lease; -ENOMEM.
+ * For the api-vip-connectivity-check step (host_api_vip_check_request()). */
+int hub_host_ignition_token(struct hub *h, const json_t *agent, char **ret);
 
 /* Cluster installation (cluster.c; kubeapi.md §4.3): the ClusterDeployment
  * and AgentClusterInstall controllers.  The cluster's state lives in the
@@ -130,10 +146,15 @@ int hub_reconcile_aci(struct hub *h, const char *ns, const char *name);
 void hub_cluster_note(struct hub *h, const store_obj *so);
 /* Queue the ClusterDeployments whose timed transitions are due (1 s sweep). */
 void hub_cluster_tick(struct hub *h);
-/* The cluster model (assisted/cluster.h) of a bound Agent's cluster and the
- * host models of all its Agents (ret_hosts may be NULL).  -ENOENT when the
- * Agent is unbound or its ClusterDeployment/ACI does not exist.  New refs. */
-int hub_cluster_context(struct hub *h, const json_t *agent, json_t **ret_cluster, json_t **ret_hosts);
+/* The cluster model (assisted/cluster.h) of the ClusterDeployment cdns/cdname
+ * and the host models of the hosts bound to it (ret_hosts may be NULL).
+ * -ENOENT when the ClusterDeployment or its ACI does not exist or the
+ * cluster is not registered.  New refs. */
+int hub_cluster_context(struct hub *h, const char *cdns, const char *cdname, json_t **ret_cluster,
+			json_t **ret_hosts);
+/* Delete Node node on the cluster a kubeconfig (YAML, len bytes) points at
+ * (spoke.c): 0 when deleted or absent, negative with err set otherwise. */
+int hub_spoke_delete_node(const char *kubeconfig, size_t len, const char *node, ah_err *err);
 /* The host model of an Agent with what this boot of the host reported
  * (agentapi.c); adds "approved" and "spec_synced" for the cluster side.  New
  * reference, NULL on allocation failure. */

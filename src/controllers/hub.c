@@ -480,12 +480,15 @@ static int event_visit(const store_obj *so, void *userdata)
 		/* Our own status writes come back here too; reconciling them
 		 * finds nothing to write. */
 		hub_enqueue(ec->h, "agent", so->ns, so->name);
-	else if (strcmp(so->resource, ec->h->k_agent->store_key) == 0)
+	else if (strcmp(so->resource, ec->h->k_agent->store_key) == 0) {
 		hub_forget_host(ec->h, so->ns, so->name);
-	else if (strcmp(so->resource, "secrets") == 0)
+		hub_token_ref_note(ec->h, so->ns, so->name, NULL);
+	} else if (strcmp(so->resource, "secrets") == 0) {
 		json_object_set_new(ec->secrets, so->ns, json_true());
-	else if (strcmp(so->resource, "nmstateconfigs.agent-install.openshift.io") == 0)
+		hub_token_secret_changed(ec->h, so->ns, so->name); /* → the Agents naming it */
+	} else if (strcmp(so->resource, "nmstateconfigs.agent-install.openshift.io") == 0) {
 		hub_nmstate_event(ec->h, so); /* → the InfraEnvs that select it */
+	}
 	return 0;
 }
 
@@ -619,6 +622,7 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 	h->queue = json_object();
 	h->delayed = json_object();
 	h->ie_by_uid = json_object();
+	h->token_refs = json_object();
 	pthread_mutex_init(&h->ie_lock, NULL);
 	r = load_os_images(h, err);
 	if (r == 0)
@@ -663,6 +667,7 @@ void hub_free(struct hub *h)
 	json_decref(h->queue);
 	json_decref(h->delayed);
 	json_decref(h->ie_by_uid);
+	json_decref(h->token_refs);
 	pthread_mutex_destroy(&h->ie_lock);
 	hub_cluster_release(h);
 	free(h->service_url);

@@ -233,6 +233,67 @@ static int image_servable(struct hub *h, const struct os_image *os, const char *
 	return ignition_payload_check_area(plen, area ? area : ISO_IGNITION_AREA_SIZE, err);
 }
 
+/* --- deletion (late-binding.md "Teardown") ------------------------------------ */
+
+struct release_ctx {
+	const char *ie_name;
+	json_t *del;  /* names of Agents to delete */
+	int kept;     /* Agents bound and not installed */
+};
+
+static int release_visit(const store_obj *so, void *userdata)
+{
+	static const char *const gone[] = { "discovering-unbound", "insufficient-unbound", "known-unbound",
+					    "disconnected-unbound", "disabled-unbound", "unbinding",
+					    "unbinding-pending-user-action", "installed", "added-to-existing-cluster",
+					    NULL };
+	struct release_ctx *rc = userdata;
+	json_t *a = json_loadb(so->json, so->len, 0, NULL);
+	const char *label = jstr(json_object_get(json_object_get(a, "metadata"), "labels"), LABEL_INFRAENV);
+	const char *st = jstr(json_object_get(json_object_get(a, "status"), "debugInfo"), "state");
+	const char *const *g;
+
+	if (label && strcmp(label, rc->ie_name) == 0) {
+		for (g = gone; st && *g && strcmp(st, *g) != 0; g++)
+			;
+		/* A host that never reported a state has no cluster yet. */
+		if (!st || !*st || *g)
+			json_array_append_new(rc->del, json_string(so->name));
+		else
+			rc->kept++;
+	}
+	json_decref(a);
+	return 0;
+}
+
+/* An InfraEnv being deleted takes its unbound and installed hosts with it;
+ * the others (bound to a cluster, not installed) keep it until they are
+ * deleted or unbound.  The number of those kept, or a negative errno. */
+static int release_agents(struct hub *h, const char *ns, const char *name)
+{
+	struct release_ctx rc = { .ie_name = name, .del = json_array() };
+	json_t *v;
+	size_t i;
+	int r;
+
+	if (!rc.del)
+		return -ENOMEM;
+	r = store_list(h->store, h->k_agent->store_key, ns, NULL, NULL, release_visit, &rc, NULL);
+	json_array_foreach(rc.del, i, v) {
+		json_t *ret = NULL;
+		ah_err err;
+
+		if (kube_delete(h->api, h->k_agent, ns, json_string_value(v), NULL, &ret, &err) < 0 &&
+		    err.status != 404) {
+			log_warn("infraenv %s/%s: deleting Agent %s: %s", ns, name, json_string_value(v), err.message);
+			rc.kept++;
+		}
+		json_decref(ret);
+	}
+	json_decref(rc.del);
+	return r < 0 ? r : rc.kept;
+}
+
 int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 {
 	json_t *ie = NULL, *status, *old_status, *st = NULL;
@@ -252,8 +313,15 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 	spec = json_object_get(ie, "spec");
 	uid = jstr(meta, "uid");
 	if (jstr(meta, "deletionTimestamp")) {
-		/* Nothing to deregister: the hosts go with their Agents, which
-		 * the garbage collector removes through their owner reference. */
+		int kept = release_agents(h, ns, name);
+
+		if (kept != 0) {
+			/* Looked at again until the last bound host is gone. */
+			hub_enqueue_after(h, "infraenv", ns, name, 5000);
+			json_decref(ie);
+			return 0;
+		}
+		/* The hosts went with their Agents; the image state goes now. */
 		store_delete(h->store, IMAGESTATE_RESOURCE, "", uid, 0, hub_render_text,
 			     &(struct text_render){ .text = "{}" }, NULL);
 		set_finalizer(h, ie, false);

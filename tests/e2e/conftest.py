@@ -493,3 +493,17 @@ class LineReader:
             self.proc.kill()
             self.proc.wait(10)
         self.thread.join(5)
+
+
+@pytest.fixture
+def sims():
+    """Simulators (objects with stop() and log_path) started by a test:
+    stopped at teardown, and their logs must hold no sanitizer report."""
+    started = []
+    yield started
+    for s in started:
+        s.stop()
+    for s in started:
+        path = getattr(s, "log_path", None)
+        text = path.read_text() if path and path.is_file() else ""
+        assert not any(m in text for m in SANITIZER_MARKERS), text[-4000:]

@@ -107,14 +107,6 @@ class Sim:
         self.log.close()
 
 
-@pytest.fixture
-def sims():
-    started = []
-    yield started
-    for s in started:
-        s.stop()
-
-
 def agents(hub, ns=NS):
     return hub.kubectl_json("-n", ns, "get", "agents")["items"]
 

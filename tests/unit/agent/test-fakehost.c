@@ -222,10 +222,33 @@ static void test_step_replies(void **state)
 	assert_int_equal(json_array_size(json_object_get(r, "free_addresses")), 250);
 	json_decref(o);
 
-	o = reply(&f, 0, "verify-vips", "[\"[{\\\"vip\\\":\\\"192.168.111.5\\\",\\\"vip_type\\\":\\\"api\\\"}]\"]");
-	assert_string_equal(STR(json_array_get(o, 0), "verification"), "succeeded");
-	assert_string_equal(STR(json_array_get(o, 0), "vip_type"), "api");
-	json_decref(o);
+	/* ARP semantics: free → succeeded; the gateway or a fleet host → failed;
+	 * off the subnet → unverified. */
+	{
+		static const struct {
+			const char *vip, *want;
+		} rows[] = {
+			{ "192.168.111.5", "succeeded" },   { "192.168.111.254", "succeeded" },
+			{ "192.168.111.1", "failed" },      { "192.168.111.10", "failed" },
+			{ "192.168.111.12", "failed" },     { "192.168.111.13", "succeeded" },
+			{ "10.0.0.5", "unverified" },       { "192.168.112.5", "unverified" },
+			{ "not-an-ip", "unverified" },
+		};
+
+		for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+			char args[256];
+
+			snprintf(args, sizeof(args),
+				 "[\"[{\\\"vip\\\":\\\"%s\\\",\\\"vip_type\\\":\\\"ingress\\\"}]\"]", rows[k].vip);
+			o = reply(&f, 0, "verify-vips", args);
+			if (strcmp(STR(json_array_get(o, 0), "verification"), rows[k].want) != 0)
+				fail_msg("%s: %s, want %s", rows[k].vip, STR(json_array_get(o, 0), "verification"),
+					 rows[k].want);
+			assert_string_equal(STR(json_array_get(o, 0), "vip_type"), "ingress");
+			assert_string_equal(STR(json_array_get(o, 0), "vip"), rows[k].vip);
+			json_decref(o);
+		}
+	}
 
 	o = reply(&f, 0, "dhcp-lease-allocate", "[\"{\\\"interface\\\":\\\"ens3\\\"}\"]");
 	assert_string_equal(STR(o, "api_vip_address"), "192.168.111.253");

@@ -1151,9 +1151,55 @@ static void test_aci_conditions_special(void **state)
 	json_decref(c);
 }
 
+/* Registration of an installed cluster (kubeapi.md §4.3 step 3, surprise 10). */
+static void test_import_day2(void **state)
+{
+	static const struct {
+		const char *name, *cd, *aci;
+		bool installed;
+		const char *ocp_id;
+	} rows[] = {
+		{ "day-1", "{'spec':{'clusterName':'c','baseDomain':'ex.com'}}", "{'spec':{}}", false, "" },
+		{ "CD installed", "{'spec':{'installed':true,'clusterMetadata':{'clusterID':'cd-id'}}}", "{'spec':{}}", true,
+		  "cd-id" },
+		{ "CD installed, ACI metadata wins",
+		  "{'spec':{'installed':true,'clusterMetadata':{'clusterID':'cd-id'}}}",
+		  "{'spec':{'clusterMetadata':{'clusterID':'aci-id'}}}", true, "aci-id" },
+		{ "ACI completed", "{'spec':{}}",
+		  "{'spec':{},'status':{'conditions':[{'type':'Completed','status':'True','reason':'InstallationCompleted'}]}}",
+		  true, "" },
+		{ "ACI completed with another reason", "{'spec':{}}",
+		  "{'spec':{},'status':{'conditions':[{'type':'Completed','status':'True','reason':'InstallationFailed'}]}}",
+		  false, "" },
+		{ "ACI not completed", "{'spec':{'installed':false}}",
+		  "{'spec':{},'status':{'conditions':[{'type':'Completed','status':'False','reason':'InstallationCompleted'}]}}",
+		  false, "" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		json_t *cd = J(rows[i].cd), *aci = J(rows[i].aci);
+		json_t *m = J("{'name':'imp','base_dns_domain':'hive.example.com','kind':'Cluster'}");
+
+		if (cluster_crs_installed(cd, aci) != rows[i].installed)
+			fail_msg("%s: installed %d", rows[i].name, !rows[i].installed);
+		cluster_import_day2(m, cd, aci, 1700000000);
+		assert_string_equal(sget(m, "kind"), "AddHostsCluster");
+		assert_string_equal(sget(m, "status"), "adding-hosts");
+		assert_string_equal(sget(m, "status_info"), CLUSTER_INFO_ADDING_HOSTS);
+		assert_string_equal(sget(m, "api_vip_dnsname"), "api.imp.hive.example.com");
+		assert_string_equal(sget(m, "openshift_cluster_id"), rows[i].ocp_id);
+		assert_int_equal(json_integer_value(json_object_get(m, "status_updated_at")), 1700000000);
+		json_decref(m);
+		json_decref(cd);
+		json_decref(aci);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_import_day2),
 		cmocka_unit_test(test_model_sno),
 		cmocka_unit_test(test_model_ha),
 		cmocka_unit_test(test_model_errors),

@@ -350,6 +350,154 @@ static void test_spec_ignition_validator(void **state)
 	json_decref(spec);
 }
 
+/* ---- the ignition endpoint token (kubeapi §1.2, §4.4 step 8) ---- */
+
+#define TOKEN "s3cr3t-t0ken"
+
+/* The Secrets the reader knows: ns/tok holds the token, ns/nokey lacks the
+ * key, ns/broken cannot be read; any other is missing. */
+static int fake_token(void *opaque, const char *ns, const char *name, char **ret_token, ah_err *err)
+{
+	(*(int *)opaque)++;
+	if (strcmp(ns, "ns") != 0)
+		return -ENOENT;
+	if (!strcmp(name, "tok"))
+		return (*ret_token = strdup(TOKEN)) ? 0 : -ENOMEM;
+	if (!strcmp(name, "nokey"))
+		return -ENODATA;
+	if (!strcmp(name, "broken"))
+		return ah_err_set(err, EIO, 500, "InternalError", "store unavailable");
+	return -ENOENT;
+}
+
+#define REF(n) "\"ignitionEndpointTokenReference\":{\"namespace\":\"ns\",\"name\":\"" n "\"}"
+#define NOT_FOUND(n) "Failed to get user-data secret: failed to get secret ns/" n " from API: secrets \"" n "\" not found"
+
+struct token_row {
+	const char *status;  /* NULL: HOST's known-unbound */
+	const char *spec;
+	const char *before;  /* the host's applied token before; NULL = none */
+	int r;               /* expected return */
+	int err_status;      /* expected err status when r < 0 */
+	const char *error;   /* expected message prefix when r < 0 */
+	bool changed;
+	const char *after;   /* the host's token after; NULL = none */
+};
+
+static const struct token_row token_rows[] = {
+	/* applied in PRE, UNB and binding */
+	{ NULL, "{" REF("tok") "}", NULL, 0, 0, NULL, true, TOKEN },
+	{ NULL, "{" REF("tok") "}", TOKEN, 0, 0, NULL, false, TOKEN },
+	{ NULL, "{" REF("tok") "}", "old", 0, 0, NULL, true, TOKEN },
+	{ "binding", "{" REF("tok") "}", NULL, 0, 0, NULL, true, TOKEN },
+	{ "insufficient", "{" REF("tok") "}", NULL, 0, 0, NULL, true, TOKEN },
+	/* no reference: an applied token is removed */
+	{ NULL, "{}", "old", 0, 0, NULL, true, NULL },
+	{ NULL, "{}", NULL, 0, 0, NULL, false, NULL },
+	/* the Secret or its key is missing: backend error, nothing applied */
+	{ NULL, "{" REF("missing") "}", "old", -ENOENT, 500, NOT_FOUND("missing"), false, "old" },
+	{ NULL, "{" REF("nokey") "}", NULL, -ENODATA, 500, "secret nokey did not contain key value", false, NULL },
+	{ NULL, "{" REF("broken") "}", NULL, -EIO, 500,
+	  "Failed to get user-data secret: failed to get secret ns/broken from cache: store unavailable", false, NULL },
+	{ NULL, "{\"role\":\"master\"," REF("missing") "}", NULL, -ENOENT, 500, NOT_FOUND("missing"), false, NULL },
+	/* upstream order: installer args, ignition overrides, then the token,
+	 * then the host update's own checks */
+	{ NULL, "{\"installerArgs\":\"[1]\"," REF("missing") "}", NULL, -EINVAL, 400, ARGS_ERR, false, NULL },
+	{ NULL, "{\"ignitionConfigOverrides\":\"{bad\"," REF("missing") "}", NULL, -EINVAL, 400,
+	  "error parsing ignition: ", false, NULL },
+	{ NULL, "{\"hostname\":\"Bad\"," REF("missing") "}", NULL, -ENOENT, 500, NOT_FOUND("missing"), false, NULL },
+	{ NULL, "{\"hostname\":\"Bad\"," REF("tok") "}", NULL, -EINVAL, 400, "Hostname does not pass", false, NULL },
+	{ NULL, "{\"role\":\"master\"," REF("tok") "}", NULL, 0, 0, NULL, true, TOKEN },
+	/* other states: the update is dropped silently, the Secret still read */
+	{ "installing", "{" REF("tok") "}", "old", 0, 0, NULL, false, "old" },
+	{ "installed", "{}", "old", 0, 0, NULL, false, "old" },
+	{ "added-to-existing-cluster", "{" REF("missing") "}", "old", -ENOENT, 500, NOT_FOUND("missing"), false, "old" },
+};
+
+static void test_spec_ignition_token(void **state)
+{
+	for (size_t i = 0; i < sizeof(token_rows) / sizeof(token_rows[0]); i++) {
+		const struct token_row *w = &token_rows[i];
+		int reads = 0;
+		struct agent_spec_ctx ctx = { .host_id = "H", .infra_env_id = "IE", .get_ignition_token = fake_token,
+					      .opaque = &reads };
+		json_t *host = json_loads(HOST, 0, NULL), *before, *spec = json_loads(w->spec, 0, NULL);
+		bool changed = !w->changed;
+		ah_err err = { 0 };
+		const char *got;
+		int r;
+
+		assert_non_null(host);
+		assert_non_null(spec);
+		if (w->status)
+			json_object_set_new(host, "status", json_string(w->status));
+		if (w->before)
+			json_object_set_new(host, "ignition_endpoint_token", json_string(w->before));
+		before = json_deep_copy(host);
+		r = agent_spec_apply(host, spec, &ctx, &changed, &err);
+		if (r != w->r)
+			fail_msg("row %zu (%s): r=%d '%s'", i, w->spec, r, err.message);
+		if (r < 0) {
+			if (err.status != w->err_status || strncmp(err.message, w->error, strlen(w->error)))
+				fail_msg("row %zu (%s): %d '%s'", i, w->spec, err.status, err.message);
+			/* Never half-applied, and the token never in a message. */
+			assert_true(json_equal(host, before));
+			assert_null(strstr(err.message, TOKEN));
+		}
+		if (changed != w->changed || changed != !json_equal(host, before))
+			fail_msg("row %zu (%s): changed=%d", i, w->spec, changed);
+		got = json_string_value(json_object_get(host, "ignition_endpoint_token"));
+		if (w->after ? !got || strcmp(got, w->after) : json_object_get(host, "ignition_endpoint_token") != NULL)
+			fail_msg("row %zu (%s): token=%s", i, w->spec, got ? got : "(absent)");
+		/* The Secret is read once when referenced (unless an earlier
+		 * check failed first), never otherwise. */
+		if (reads != (strstr(w->spec, "ignitionEndpointTokenReference") &&
+			      !(r < 0 && (strstr(w->spec, "installerArgs") || strstr(w->spec, "ignitionConfig")))))
+			fail_msg("row %zu (%s): %d reads", i, w->spec, reads);
+		json_decref(before);
+		json_decref(spec);
+		json_decref(host);
+	}
+}
+
+/* Without a reader the reference is not ours: an applied token stays. */
+static void test_spec_ignition_token_no_reader(void **state)
+{
+	struct agent_spec_ctx ctx = { .host_id = "H", .infra_env_id = "IE" };
+	json_t *host = json_loads(HOST, 0, NULL), *spec = json_loads("{" REF("missing") "}", 0, NULL);
+	bool changed = true;
+	ah_err err = { 0 };
+
+	json_object_set_new(host, "ignition_endpoint_token", json_string("old"));
+	assert_int_equal(agent_spec_apply(host, spec, &ctx, &changed, &err), 0);
+	assert_false(changed);
+	assert_string_equal(json_string_value(json_object_get(host, "ignition_endpoint_token")), "old");
+	json_decref(spec);
+	json_decref(host);
+}
+
+/* A missing Secret shows as SpecSynced False BackendError, naming it. */
+static void test_spec_ignition_token_condition(void **state)
+{
+	int reads = 0;
+	struct agent_spec_ctx ctx = { .host_id = "H", .infra_env_id = "IE", .get_ignition_token = fake_token,
+				      .opaque = &reads };
+	json_t *host = json_loads(HOST, 0, NULL), *spec = json_loads("{" REF("missing") "}", 0, NULL), *conds, *c;
+	ah_err err = { 0 };
+
+	assert_int_equal(agent_spec_apply(host, spec, &ctx, NULL, &err), -ENOENT);
+	conds = agent_conditions("known-unbound", "", NULL, true, &err);
+	c = json_array_get(conds, 0);
+	assert_string_equal(json_string_value(json_object_get(c, "type")), "SpecSynced");
+	assert_string_equal(json_string_value(json_object_get(c, "status")), "False");
+	assert_string_equal(json_string_value(json_object_get(c, "reason")), "BackendError");
+	assert_string_equal(json_string_value(json_object_get(c, "message")),
+			    "The Spec could not be synced due to backend error: " NOT_FOUND("missing"));
+	json_decref(conds);
+	json_decref(spec);
+	json_decref(host);
+}
+
 static void test_hostname_lengths(void **state)
 {
 	char name[300];
@@ -406,6 +554,9 @@ int main(void)
 		cmocka_unit_test(test_spec_apply),
 		cmocka_unit_test(test_spec_disk_without_inventory),
 		cmocka_unit_test(test_spec_ignition_validator),
+		cmocka_unit_test(test_spec_ignition_token),
+		cmocka_unit_test(test_spec_ignition_token_no_reader),
+		cmocka_unit_test(test_spec_ignition_token_condition),
 		cmocka_unit_test(test_hostname_lengths),
 		cmocka_unit_test(test_merge_times),
 	};

@@ -612,6 +612,16 @@ static void test_refresh_stage_knob(void **state)
 	assert_string_equal(res.status_info,
 			    "Host failed to install because its installation stage Installing took longer than expected 10m0s");
 	host_refresh_result_release(&res);
+	/* Without a table in the context, the process-wide one applies. */
+	ctx.timeouts = NULL;
+	host_timeouts_configure(&t);
+	assert_int_equal(host_refresh(h, &ctx, &res), 0);
+	assert_string_equal(res.status, "error");
+	host_refresh_result_release(&res);
+	host_timeouts_configure(NULL);
+	assert_int_equal(host_refresh(h, &ctx, &res), 0);
+	assert_string_equal(res.status, "installing-in-progress");
+	host_refresh_result_release(&res);
 	json_decref(h);
 	json_decref(cl);
 }

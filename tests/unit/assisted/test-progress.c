@@ -151,6 +151,10 @@ static void test_knobs(void **state)
 		{ "HOST_STAGE_INSTALLING_TIMEOUT", "5x", -EINVAL, "Installing", 60 * 60 },
 		{ "HOST_STAGE_FLYING_TIMEOUT", "5m", -ENOENT, NULL, 0 },
 		{ "PREPARE_FOR_INSTALLATION_HOST_TIMEOUT", "2m", 0, NULL, 120 },
+		{ "PREPARE_FOR_INSTALLATION_HOST_TIMEOUT", "0s", -EINVAL, NULL, 0 },
+		{ "HOST_STAGE_INSTALLING_TIMEOUT", "0", -EINVAL, "Installing", 60 * 60 },
+		{ "HOST_STAGE_INSTALLING_TIMEOUT", "250ms", -EINVAL, "Installing", 60 * 60 },
+		{ "HOST_MAX_DISCONNECTION_TIME", "", -EINVAL, NULL, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -208,13 +212,31 @@ static void test_durations(void **state)
 	assert_int_equal(host_parse_duration("1d", &v), -EINVAL);
 }
 
+static void test_disconnection_knob_and_process_table(void **state)
+{
+	struct host_timeouts t;
+
+	(void)state;
+	host_timeouts_init(&t);
+	assert_int_equal(t.disconnect_s, 180);
+	assert_int_equal(host_timeouts_set(&t, "HOST_MAX_DISCONNECTION_TIME", "45s", NULL), 0);
+	assert_int_equal(t.disconnect_s, 45);
+	assert_null(host_timeouts_configured());
+	host_timeouts_configure(&t);
+	/* A copy: later changes to the caller's table do not leak in. */
+	t.disconnect_s = 1;
+	assert_int_equal(host_timeouts_configured()->disconnect_s, 45);
+	host_timeouts_configure(NULL);
+	assert_null(host_timeouts_configured());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stage_lists),    cmocka_unit_test(test_percentage),
 		cmocka_unit_test(test_stage_ids),      cmocka_unit_test(test_stage_timeouts),
 		cmocka_unit_test(test_env_names),      cmocka_unit_test(test_knobs),
-		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_durations),      cmocka_unit_test(test_disconnection_knob_and_process_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -264,6 +264,9 @@ static void test_apply_errors_and_media(void **state)
 		{ "connectivity-check", "[1]" },
 		{ "container-image-availability", "{\"images\":3}" },
 		{ "installation-disk-speed-check", "{\"io_sync_duration\":1}" },
+		{ "verify-vips", "{\"vip\":\"1.2.3.4\"}" },
+		{ "verify-vips", "[\"1.2.3.4\"]" },
+		{ "verify-vips", "nope" },
 	};
 	json_t *h = json_pack("{s:s, s:s}", "id", "h1", "status", "known"), *r;
 	ah_err err;
@@ -586,6 +589,89 @@ static void test_install_reply(void **state)
 	}
 }
 
+/* verify-vips replies seen from the cluster, one row per case. */
+static void test_verify_vips_to_cluster(void **state)
+{
+	static const struct {
+		const char *name;
+		const char *type;
+		int exit_code;
+		const char *output;
+		int rc;
+		const char *api, *ingress; /* verifications after ("" = none) */
+	} rows[] = {
+		{ "both succeeded", "verify-vips", 0,
+		  "[{\"vip\":\"192.168.111.5\",\"vip_type\":\"api\",\"verification\":\"succeeded\"},"
+		  "{\"vip\":\"192.168.111.6\",\"vip_type\":\"ingress\",\"verification\":\"succeeded\"}]",
+		  2, "succeeded", "succeeded" },
+		{ "ingress in use", "verify-vips", 0,
+		  "[{\"vip\":\"192.168.111.6\",\"vip_type\":\"ingress\",\"verification\":\"failed\"}]", 1, "",
+		  "failed" },
+		{ "another address: ignored", "verify-vips", 0,
+		  "[{\"vip\":\"192.168.111.7\",\"vip_type\":\"api\",\"verification\":\"failed\"}]", 0, "", "" },
+		{ "unknown type: ignored", "verify-vips", 0,
+		  "[{\"vip\":\"192.168.111.5\",\"vip_type\":\"dns\",\"verification\":\"failed\"}]", 0, "", "" },
+		{ "failed command", "verify-vips", 1,
+		  "[{\"vip\":\"192.168.111.5\",\"vip_type\":\"api\",\"verification\":\"failed\"}]", 0, "", "" },
+		{ "empty output", "verify-vips", 0, "", 0, "", "" },
+		{ "other step", "ntp-synchronizer", 0, "{\"ntp_sources\":[]}", 0, "", "" },
+		{ "not a list", "verify-vips", 0, "{}", -EINVAL, "", "" },
+		{ "not objects", "verify-vips", 0, "[1]", -EINVAL, "", "" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		json_t *cl = json_pack("{s:[{s:s}], s:[{s:s}]}", "api_vips", "ip", "192.168.111.5", "ingress_vips", "ip",
+				       "192.168.111.6");
+		json_t *r = reply(rows[i].type, rows[i].exit_code, rows[i].output);
+		const char *api, *ing;
+		ah_err err = { 0 };
+		int rc = host_apply_verify_vips_reply(cl, r, &err);
+
+		api = json_string_value(json_object_get(json_array_get(json_object_get(cl, "api_vips"), 0), "verification"));
+		ing = json_string_value(
+			json_object_get(json_array_get(json_object_get(cl, "ingress_vips"), 0), "verification"));
+		if (rc != rows[i].rc || strcmp(api ? api : "", rows[i].api) || strcmp(ing ? ing : "", rows[i].ingress))
+			fail_msg("%s: rc %d api %s ingress %s", rows[i].name, rc, api ? api : "", ing ? ing : "");
+		if (rc == -EINVAL)
+			assert_int_equal(err.status, 400);
+		json_decref(r);
+		json_decref(cl);
+	}
+}
+
+/* api-vip-connectivity-check: the ignition token rides in the request
+ * (upstream APIVipConnectivityRequest, fields in its order). */
+static void test_api_vip_request(void **state)
+{
+	static const char URL[] = "http://api.c.example.com:22624/config/worker";
+	static const struct {
+		const char *token, *ca, *want;
+	} rows[] = {
+		{ NULL, NULL, "{\"url\":\"http://api.c.example.com:22624/config/worker\"}" },
+		{ "", "", "{\"url\":\"http://api.c.example.com:22624/config/worker\"}" },
+		{ "tok3n", NULL,
+		  "{\"ignition_endpoint_token\":\"tok3n\",\"request_headers\":[{\"key\":\"Authorization\","
+		  "\"value\":\"Bearer tok3n\"}],\"url\":\"http://api.c.example.com:22624/config/worker\"}" },
+		{ NULL, "PEM", "{\"ca_certificate\":\"PEM\",\"url\":\"http://api.c.example.com:22624/config/worker\"}" },
+		{ "t", "PEM",
+		  "{\"ca_certificate\":\"PEM\",\"ignition_endpoint_token\":\"t\",\"request_headers\":[{\"key\":"
+		  "\"Authorization\",\"value\":\"Bearer t\"}],\"url\":\"http://api.c.example.com:22624/config/worker\"}" },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		json_t *req = host_api_vip_check_request(rows[i].token, URL, rows[i].ca);
+		char *got;
+
+		assert_non_null(req);
+		got = json_dumps(req, JSON_COMPACT);
+		if (strcmp(got, rows[i].want))
+			fail_msg("row %zu: %s", i, got);
+		free(got);
+		json_decref(req);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -598,6 +684,8 @@ int main(void)
 		cmocka_unit_test(test_prepare_steps),
 		cmocka_unit_test(test_error_steps),
 		cmocka_unit_test(test_install_reply),
+		cmocka_unit_test(test_api_vip_request),
+		cmocka_unit_test(test_verify_vips_to_cluster),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
