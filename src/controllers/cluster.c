@@ -812,6 +812,31 @@ static json_t *prev_state_of(struct cluster_ctx *c)
 /* Read the CD's world and build the cluster model.  Fills the spec error
  * (SpecSynced) for input problems; c->cluster stays NULL only when no
  * model can be built and none was registered before. */
+/* §4.3 step 2: the ACI's mirrorRegistryRef names a ConfigMap that must
+ * exist and hold registries.conf (ca-bundle.crt is optional). */
+static void check_mirror_registry(struct hub *h, struct cluster_ctx *c)
+{
+	const json_t *ref = json_object_get(json_object_get(c->aci, "spec"), "mirrorRegistryRef");
+	const struct kube_kind *k_cm = kube_registry_by_kind(h->reg, "v1", "ConfigMap");
+	const char *name = jstr(ref, "name"), *ns = jstr(ref, "namespace");
+	char msg[AH_ERR_MSG_MAX + 256];
+	json_t *cm = NULL;
+	ah_err err;
+
+	if (!name || !*name)
+		return;
+	if (!ns || !*ns)
+		ns = meta_str(c->aci, "namespace");
+	if (!k_cm || kube_get(h->api, k_cm, ns, name, &cm, &err) < 0) {
+		snprintf(msg, sizeof(msg), "Failed to get referenced ConfigMap: configmaps \"%s\" not found", name);
+		spec_fail(c, true, msg);
+	} else if (!json_is_string(json_object_get(json_object_get(cm, "data"), "registries.conf"))) {
+		snprintf(msg, sizeof(msg), "ConfigMap %s/%s does not contain registries.conf key", ns, name);
+		spec_fail(c, true, msg);
+	}
+	json_decref(cm);
+}
+
 static int load_cluster(struct hub *h, struct cluster_ctx *c)
 {
 	const json_t *cdspec = json_object_get(c->cd, "spec"), *acispec = json_object_get(c->aci, "spec");
@@ -857,6 +882,7 @@ static int load_cluster(struct hub *h, struct cluster_ctx *c)
 	}
 	if (!c->cluster)
 		spec_fail(c, streq(err.reason, "InputError"), err.message);
+	check_mirror_registry(h, c);
 	prev = prev_state_of(c);
 	if (!c->spec_ok && !step5 && !prev) {
 		/* The input checks come before the registration (§4.3 steps 2

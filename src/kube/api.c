@@ -35,6 +35,18 @@ struct gc_item {
 	struct gc_item *next;
 };
 
+/* A namespace seen to exist, valid while the store's stamp for namespaces
+ * is still `stamp` (see store_resource_stamp()). */
+struct ns_seen {
+	char *name;
+	bool terminating;
+	uint64_t stamp;
+	struct ns_seen *next;
+};
+
+#define NS_SEEN_BUCKETS 256
+#define NS_SEEN_MAX 4096
+
 struct kube_api {
 	store *store;
 	const struct kube_registry *reg;
@@ -48,6 +60,11 @@ struct kube_api {
 	size_t n_ns_terminating;
 	bool gc_stop;
 	bool gc_started;
+	/* Every namespaced create checks its namespace: remembered here so
+	 * that check is not a store read each time. */
+	pthread_mutex_t ns_lock;
+	struct ns_seen *ns_seen[NS_SEEN_BUCKETS];
+	size_t n_ns_seen;
 };
 
 const char *kube_kind_resource_name(const struct kube_kind *k)
@@ -136,24 +153,98 @@ static const char *mstr(const json_t *obj, const char *key)
 	return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
 }
 
+/* How an object becomes stored text.  The store calls render_obj() on its
+ * single writer thread, the one serial step every write waits for, once the
+ * revision is known.  So the JSON is serialised beforehand on the caller's
+ * own thread (render_prepare) with a placeholder resourceVersion, and
+ * render_obj() only splices the revision in.  The placeholder is random per
+ * process and must occur exactly once in the text; otherwise (or without
+ * memory) render_obj() serialises the object itself, as it always may. */
 struct render_ctx {
 	json_t *obj;
+	char *pre;              /* the text with the placeholder, or NULL */
+	size_t pre_len, rv_off; /* placeholder at pre + rv_off */
+	json_t *saved_rv;       /* resourceVersion before render_prepare() */
+	bool rendered;
 };
+
+#define RV_PLACEHOLDER_LEN 28
+
+static char rv_placeholder[RV_PLACEHOLDER_LEN + 1];
+static pthread_once_t rv_placeholder_once = PTHREAD_ONCE_INIT;
+
+static void rv_placeholder_init(void)
+{
+	unsigned char b[(RV_PLACEHOLDER_LEN - 4) / 2];
+	size_t i;
+
+	util_random_bytes(b, sizeof(b));
+	memcpy(rv_placeholder, "ahrv", 4);
+	for (i = 0; i < sizeof(b); i++)
+		snprintf(rv_placeholder + 4 + 2 * i, 3, "%02x", b[i]);
+}
+
+static void render_prepare(struct render_ctx *rc)
+{
+	json_t *meta = meta_of(rc->obj);
+	char *s, *at;
+
+	pthread_once(&rv_placeholder_once, rv_placeholder_init);
+	rc->pre = NULL;
+	rc->rendered = false;
+	rc->saved_rv = json_incref(json_object_get(meta, "resourceVersion"));
+	json_object_set_new(meta, "resourceVersion", json_string(rv_placeholder));
+	s = json_dumps(rc->obj, JSON_COMPACT);
+	at = s ? strstr(s, rv_placeholder) : NULL;
+	if (!at || strstr(at + 1, rv_placeholder)) {
+		free(s);
+		return;
+	}
+	rc->pre = s;
+	rc->pre_len = strlen(s);
+	rc->rv_off = (size_t)(at - s);
+}
+
+/* After the store call: drop the text; if nothing was rendered, the object
+ * gets back the resourceVersion it had. */
+static void render_release(struct render_ctx *rc)
+{
+	if (!rc->rendered) {
+		if (rc->saved_rv)
+			json_object_set(meta_of(rc->obj), "resourceVersion", rc->saved_rv);
+		else
+			json_object_del(meta_of(rc->obj), "resourceVersion");
+	}
+	json_decref(rc->saved_rv);
+	rc->saved_rv = NULL;
+	free(rc->pre);
+	rc->pre = NULL;
+}
 
 static char *render_obj(int64_t rev, size_t *ret_len, void *userdata)
 {
 	struct render_ctx *rc = userdata;
-	char rv[32];
+	size_t n, tail;
+	char rv[32], *s;
 
-	snprintf(rv, sizeof(rv), "%lld", (long long)rev);
+	n = (size_t)snprintf(rv, sizeof(rv), "%lld", (long long)rev);
 	json_object_set_new(meta_of(rc->obj), "resourceVersion", json_string(rv));
-	{
-		char *s = json_dumps(rc->obj, JSON_COMPACT);
-
+	rc->rendered = true;
+	if (!rc->pre) {
+		s = json_dumps(rc->obj, JSON_COMPACT);
 		if (s)
 			*ret_len = strlen(s);
 		return s;
 	}
+	tail = rc->pre_len - rc->rv_off - RV_PLACEHOLDER_LEN;
+	s = malloc(rc->rv_off + n + tail + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, rc->pre, rc->rv_off);
+	memcpy(s + rc->rv_off, rv, n);
+	memcpy(s + rc->rv_off + n, rc->pre + rc->rv_off + RV_PLACEHOLDER_LEN, tail + 1);
+	*ret_len = rc->rv_off + n + tail;
+	return s;
 }
 
 static int load_obj(const store_obj *so, json_t **ret, ah_err *err)
@@ -342,15 +433,87 @@ static bool spec_equal(const json_t *a, const json_t *b)
 	return eq;
 }
 
+static size_t ns_bucket(const char *ns)
+{
+	uint32_t h = 2166136261u;       /* FNV-1a */
+
+	for (; *ns; ns++)
+		h = (h ^ (unsigned char)*ns) * 16777619u;
+	return h % NS_SEEN_BUCKETS;
+}
+
+static void ns_seen_clear(struct kube_api *api)
+{
+	size_t i;
+
+	for (i = 0; i < NS_SEEN_BUCKETS; i++) {
+		while (api->ns_seen[i]) {
+			struct ns_seen *e = api->ns_seen[i];
+
+			api->ns_seen[i] = e->next;
+			free(e->name);
+			free(e);
+		}
+	}
+	api->n_ns_seen = 0;
+}
+
+/* Only namespaces that exist are remembered, so asking for made-up names
+ * cannot fill the table; a full table is simply emptied. */
+static void ns_seen_put(struct kube_api *api, const char *ns, bool terminating, uint64_t stamp)
+{
+	size_t b = ns_bucket(ns);
+	struct ns_seen *e;
+
+	pthread_mutex_lock(&api->ns_lock);
+	for (e = api->ns_seen[b]; e && strcmp(e->name, ns) != 0; e = e->next)
+		;
+	if (!e) {
+		if (api->n_ns_seen >= NS_SEEN_MAX)
+			ns_seen_clear(api);
+		e = calloc(1, sizeof(*e));
+		if (e)
+			e->name = strdup(ns);
+		if (!e || !e->name) {
+			free(e);
+			pthread_mutex_unlock(&api->ns_lock);
+			return;
+		}
+		e->next = api->ns_seen[b];
+		api->ns_seen[b] = e;
+		api->n_ns_seen++;
+	}
+	e->terminating = terminating;
+	e->stamp = stamp;
+	pthread_mutex_unlock(&api->ns_lock);
+}
+
 static bool ns_exists(struct kube_api *api, const char *ns, bool *terminating)
 {
+	/* Read before the namespace: a write in between changes the stamp,
+	 * so what is remembered below is never newer than its stamp. */
+	uint64_t stamp = store_resource_stamp(api->store, "namespaces");
+	struct ns_seen *e;
 	store_obj *so = NULL;
-	bool ok = store_get(api->store, "namespaces", "", ns, &so) == 0;
+	bool ok;
 
+	pthread_mutex_lock(&api->ns_lock);
+	for (e = api->ns_seen[ns_bucket(ns)]; e; e = e->next) {
+		if (strcmp(e->name, ns) == 0 && e->stamp == stamp) {
+			*terminating = e->terminating;
+			pthread_mutex_unlock(&api->ns_lock);
+			return true;
+		}
+	}
+	pthread_mutex_unlock(&api->ns_lock);
+
+	ok = store_get(api->store, "namespaces", "", ns, &so) == 0;
 	*terminating = false;
 	if (ok && strstr(so->json, "\"deletionTimestamp\""))
 		*terminating = true;
 	store_obj_free(so);
+	if (ok)
+		ns_seen_put(api, ns, *terminating, stamp);
 	return ok;
 }
 
@@ -498,8 +661,10 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 			r = 0;
 			break;
 		}
-		rc.obj = obj;
+		rc = (struct render_ctx){ .obj = obj };
+		render_prepare(&rc);
 		r = store_create(api->store, k->store_key, ns, mstr(obj, "name"), render_obj, &rc, NULL);
+		render_release(&rc);
 		if (r == -EEXIST && (!name || !*name) && attempts < 8)
 			continue;
 		if (r == -EEXIST) {
@@ -674,8 +839,10 @@ static int do_update(struct kube_api *api, const struct kube_kind *k, const char
 		r = 0;
 		goto out;
 	}
-	rc.obj = obj;
+	rc = (struct render_ctx){ .obj = obj };
+	render_prepare(&rc);
 	r = store_update(api->store, k->store_key, ns, name, old_rev, render_obj, &rc, NULL);
+	render_release(&rc);
 	if (r == -ESTALE) {
 		r = err_conflict(err, k, name);
 		goto out;
@@ -1276,6 +1443,7 @@ int kube_api_new(store *s, const struct kube_registry *reg, struct kube_api **re
 	api->reg = reg;
 	pthread_mutex_init(&api->gc_lock, NULL);
 	pthread_cond_init(&api->gc_cond, NULL);
+	pthread_mutex_init(&api->ns_lock, NULL);
 	for (i = 0; initial_ns[i]; i++) {
 		r = ensure_namespace(api, initial_ns[i]);
 		if (r < 0) {
@@ -1321,6 +1489,8 @@ void kube_api_free(struct kube_api *api)
 	for (i = 0; i < api->n_adm; i++)
 		free(api->adm[i].store_key);
 	free(api->adm);
+	ns_seen_clear(api);
+	pthread_mutex_destroy(&api->ns_lock);
 	pthread_mutex_destroy(&api->gc_lock);
 	pthread_cond_destroy(&api->gc_cond);
 	free(api);

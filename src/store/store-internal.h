@@ -39,6 +39,7 @@ struct store_ops {
 	int64_t (*wait)(store *s, int64_t after_rev, int timeout_ms);
 	void (*wake_all)(store *s);
 	int64_t (*compact)(store *s, size_t keep);
+	uint64_t (*resource_stamp)(store *s, const char *resource);
 	void (*stats)(store *s, struct store_stats *ret);
 };
 

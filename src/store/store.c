@@ -167,6 +167,11 @@ void store_wake_all(store *s)
 	s->ops->wake_all(s);
 }
 
+uint64_t store_resource_stamp(store *s, const char *resource)
+{
+	return s->ops->resource_stamp(s, resource ? resource : "");
+}
+
 int64_t store_compact(store *s, size_t keep)
 {
 	return s->ops->compact(s, keep);

@@ -117,6 +117,14 @@ int64_t store_wait(store *s, int64_t after_rev, int timeout_ms);
 /* Wake every store_wait() caller (used at shutdown). */
 void store_wake_all(store *s);
 
+/* A stamp that changes whenever an object of `resource` is written (it may
+ * change on other writes too): lets a cache of objects of a rarely written
+ * resource check "nothing changed since" without a read.  A write's stamp
+ * change is visible before the write is acknowledged, so a value read
+ * before a store_get() that still holds later means the object read is
+ * still current. */
+uint64_t store_resource_stamp(store *s, const char *resource);
+
 /* Drop events so at most opts.event_log_keep remain; done automatically
  * after commits, exposed for tests.  Returns the new compacted revision. */
 int64_t store_compact(store *s, size_t keep);

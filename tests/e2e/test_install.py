@@ -354,6 +354,13 @@ def test_input_errors_are_reported(ihub):
     aci = multi_node_aci("noman-aci", "noman")
     aci["spec"]["manifestsConfigMapRef"] = {"name": "absent-cm"}
     hub.apply_obj(aci)
+    # Mirror registry ConfigMaps: missing, and without registries.conf.
+    hub.kubectl("-n", NS, "create", "configmap", "mirror-bad", "--from-literal=ca-bundle.crt=x")
+    for cdn, cm in (("nomirror", "absent-mirror"), ("badmirror", "mirror-bad")):
+        hub.apply_obj(cluster_deployment(cdn, f"{cdn}-aci"))
+        aci = multi_node_aci(f"{cdn}-aci", cdn)
+        aci["spec"]["mirrorRegistryRef"] = {"name": cm, "namespace": NS}
+        hub.apply_obj(aci)
 
     def spec(name):
         c = conds_of(hub.kubectl_json("-n", NS, "get", "aci", name))
@@ -377,6 +384,13 @@ def test_input_errors_are_reported(ihub):
                             "Conflict in manifest names ('a.yaml' is not unique)"), s
     s = wait_for(lambda: spec("noman-aci"), timeout=20, what="noman SpecSynced")
     assert "Failed to get referenced ConfigMap" in s["message"] and "absent-cm" in s["message"], s
+    s = wait_for(lambda: spec("nomirror-aci"), timeout=20, what="nomirror SpecSynced")
+    assert s["reason"] == "InputError", s
+    assert s["message"] == ("The Spec could not be synced due to an input error: Failed to get referenced "
+                            "ConfigMap: configmaps \"absent-mirror\" not found"), s
+    s = wait_for(lambda: spec("badmirror-aci"), timeout=20, what="badmirror SpecSynced")
+    assert s["message"] == ("The Spec could not be synced due to an input error: ConfigMap "
+                            f"{NS}/mirror-bad does not contain registries.conf key"), s
     c = conds_of(hub.kubectl_json("-n", NS, "get", "aci", "orphan-aci"))
     assert c["Completed"]["reason"] == "NotAvailable" and c["Completed"]["status"] == "Unknown", c
 
@@ -384,3 +398,35 @@ def test_input_errors_are_reported(ihub):
     hub.kubectl("-n", NS, "delete", "cd", "noimg", "--timeout=30s")
     r = hub.kubectl("-n", NS, "get", "aci", "noimg-aci", check=False)
     assert r.returncode != 0 and "NotFound" in r.stderr
+
+
+def test_retry_after_failure(ihub, tmp_path, sims):
+    """The upstream retry (kube-api-install-retry.md): after a failed
+    install, delete the AgentClusterInstall and create it again; the hosts,
+    booted again, register into the new cluster, which installs."""
+    hub = ihub
+    setup_common(hub)
+    hub.kubectl("apply", "-f", str(CONFORMANCE_DIR / "clusterDeployment.yaml"))
+    hub.kubectl("apply", "-f", str(CONFORMANCE_DIR / "agentClusterInstall-SNO.yaml"))
+    ie = infraenv(hub, "myinfraenv", "single-node", auto_approve=True)
+    failing = Sim(hub, ie, tmp_path, hosts=1, seed=31, extra=["--fail-at-stage", "Writing image to disk"])
+    sims.append(failing)
+    hub.kubectl("-n", NS, "wait", "--for=condition=Failed", "aci/test-agent-cluster-install",
+                "--timeout=180s", timeout=200)
+    old_uid = hub.kubectl_json("-n", NS, "get", "aci", "test-agent-cluster-install")["metadata"]["uid"]
+    failing.stop()
+
+    hub.kubectl("-n", NS, "delete", "aci", "test-agent-cluster-install", "--timeout=60s", timeout=70)
+    wait_for(lambda: not agents(hub), timeout=30, what="the failed cluster's Agents deleted")
+    assert hub.kubectl_json("-n", NS, "get", "cd", "single-node")["metadata"]["name"] == "single-node"
+    hub.kubectl("apply", "-f", str(CONFORMANCE_DIR / "agentClusterInstall-SNO.yaml"))
+    # The same host (same seed: same id and hardware), rebooted and fixed.
+    sims.append(Sim(hub, ie, tmp_path, hosts=1, seed=31))
+    hub.kubectl("-n", NS, "wait", "--for=condition=Completed", "aci/test-agent-cluster-install",
+                "--timeout=180s", timeout=200)
+    aci = hub.kubectl_json("-n", NS, "get", "aci", "test-agent-cluster-install")
+    assert aci["metadata"]["uid"] != old_uid
+    assert conds_of(aci)["Completed"]["reason"] == "InstallationCompleted"
+    assert conds_of(aci)["Failed"]["status"] == "False"
+    (a,) = agents(hub)
+    assert a["status"]["debugInfo"]["state"] == "installed"

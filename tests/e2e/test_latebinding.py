@@ -99,7 +99,7 @@ def test_late_binding_install_delete_returns_agent(lbhub, tmp_path, sims):
     setup_common(hub)
     ie = late_binding_infraenv(hub)
     assert "clusterRef" not in ie["spec"]
-    sims.append(Sim(hub, ie, tmp_path, hosts=1))
+    sims.append(Sim(hub, ie, tmp_path, hosts=1, extra=["--reboot-after", "2"]))
     (a,) = wait_pool(hub, 1)
     name = a["metadata"]["name"]
     assert "clusterDeploymentName" not in a["spec"] or a["spec"]["clusterDeploymentName"] is None
@@ -142,6 +142,13 @@ def test_late_binding_install_delete_returns_agent(lbhub, tmp_path, sims):
     assert state(a) == "unbinding-pending-user-action"
     assert "role" not in a["status"] or a["status"]["role"] in ("auto-assign", "")
     assert "progress" not in a["status"]
+
+    # Rebooted into the discovery image (the simulator plays the BMC): back
+    # in the pool, and a new cluster installs on it.
+    a = wait_bound_reason(hub, name, "Unbound", timeout=120)
+    assert bound_cond(a)["message"] == UNBOUND_MSG
+    wait_for(lambda: state(agent(hub, name)) == "known-unbound", timeout=90, what="known-unbound again")
+    install_late_bound_sno(hub, name, cd="next-sno", aci="next-aci")
 
 
 def test_cluster_not_late_binding_delete_deletes_agents(lbhub, tmp_path, sims):
@@ -516,3 +523,43 @@ def test_manual_finalizer_removal(lbhub, tmp_path, sims):
     wait_for(lambda: hub.kubectl("-n", NS, "get", "infraenv", "myinfraenv", check=False).returncode != 0,
              timeout=30, what="the InfraEnv gone")
     wait_for(lambda: not agents(hub), timeout=60, what="its Agents garbage-collected")
+
+
+def test_bind_refused_while_cluster_installs_and_preserve_on_delete(lbhub, tmp_path, sims):
+    """A cluster that is installing takes no new hosts (the upstream
+    registration message); with preserveOnDelete the late-bound Agents are
+    deleted with the cluster instead of returned (kubeapi.md §5, surprise 22)."""
+    hub = lbhub
+    setup_common(hub)
+    ie = late_binding_infraenv(hub)
+    sno(hub)
+    hub.kubectl("-n", NS, "patch", "clusterdeployment", "single-node", "--type", "merge",
+                "-p", '{"spec":{"preserveOnDelete":true}}')
+    sims.append(Sim(hub, ie, tmp_path, hosts=2, seed=21, extra=["--stage-seconds", "600"]))
+    first, second = [a["metadata"]["name"] for a in wait_pool(hub, 2)]
+    bind(hub, first, "single-node")
+    wait_bound_reason(hub, first, "Bound", timeout=90)
+    approve(hub, first)
+    wait_for(lambda: state(agent(hub, first)) == "installing-in-progress", timeout=120, what="installing")
+    aci_uid = hub.kubectl_json("-n", NS, "get", "aci", "test-agent-cluster-install")["metadata"]["uid"]
+
+    bind(hub, second, "single-node")
+
+    def refused():
+        s = conds_of(agent(hub, second)).get("SpecSynced", {})
+        return s if s.get("status") == "False" else None
+    s = wait_for(refused, timeout=30, what="SpecSynced False for the installing cluster")
+    assert s["reason"] == "InputError", s
+    assert s["message"] == ("The Spec could not be synced due to an input error: Cluster "
+                            f"{aci_uid} is in installing state, host can register only in one of "
+                            "[insufficient ready pending-for-input adding-hosts]"), s
+    assert state(agent(hub, second)) == "known-unbound"
+
+    uids = {a["metadata"]["uid"] for a in agents(hub)}
+    assert len(uids) == 2
+    hub.kubectl("-n", NS, "delete", "clusterdeployment", "single-node", "--timeout=60s", timeout=70)
+    # Both name the ClusterDeployment (the ACI's Agents are found by their
+    # reference, as upstream), so both go (the hosts, still running, may
+    # register again into the pool: new Agents, new uids).
+    wait_for(lambda: not uids & {a["metadata"]["uid"] for a in agents(hub)}, timeout=60,
+             what="the late-binding Agents deleted (preserveOnDelete)")

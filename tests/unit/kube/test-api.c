@@ -323,8 +323,22 @@ static void test_namespace_termination(void **state)
 	json_decref(x);
 	assert_int_equal(kube_delete(f->api, f->ns, "", "tmp", NULL, &d, &err), 0);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(d, "status"), "phase")), "Terminating");
-	assert_true(wait_gone(f, f->agent, "tmp", "a8"));
-	assert_true(wait_gone(f, f->ns, "", "tmp"));
+	/* The namespace was seen (and cached) by the create above: a create
+	 * now must still see it terminating, and once gone, missing. */
+	{
+		json_t *b2 = agent_body("a9", false), *y = NULL;
+		int r = kube_create(f->api, f->agent, "tmp", b2, NULL, &y, &err);
+
+		assert_true(r < 0);
+		assert_true(err.status == 403 || err.status == 404);
+		json_decref(y);
+		y = NULL;
+		assert_true(wait_gone(f, f->agent, "tmp", "a8"));
+		assert_true(wait_gone(f, f->ns, "", "tmp"));
+		assert_int_equal(kube_create(f->api, f->agent, "tmp", b2, NULL, &y, &err), -ENOENT);
+		assert_int_equal(err.status, 404);
+		json_decref(b2);
+	}
 	json_decref(d);
 	json_decref(o);
 	json_decref(nsb);

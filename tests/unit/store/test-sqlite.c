@@ -189,6 +189,34 @@ static void test_crud_revisions(void **state)
 	assert_int_equal(store_current_rev(f->s), 7);
 }
 
+/* store_resource_stamp(): moves with every write of the resource (even a
+ * refused one), not with reads; another resource's writes leave it (the
+ * two names below hash to different slots). */
+static void test_resource_stamp(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t s0 = store_resource_stamp(f->s, "things"), s1, s2, o0;
+	store_obj *o = NULL;
+
+	mk(f->s, "things", "ns", "x", "v1");
+	s1 = store_resource_stamp(f->s, "things");
+	assert_true(s1 != s0);
+	assert_int_equal(store_get(f->s, "things", "ns", "x", &o), 0);
+	store_obj_free(o);
+	assert_true(store_resource_stamp(f->s, "things") == s1);
+	o0 = store_resource_stamp(f->s, "others");
+	mk(f->s, "others", "ns", "y", "v1");
+	assert_true(store_resource_stamp(f->s, "others") != o0);
+	assert_true(store_resource_stamp(f->s, "things") == s1);
+	/* A write refused by its precondition still moves it (it may have
+	 * raced with one that landed). */
+	assert_int_equal(store_update(f->s, "things", "ns", "x", 999, render_tag, "v2", NULL), -ESTALE);
+	s2 = store_resource_stamp(f->s, "things");
+	assert_true(s2 != s1);
+	assert_int_equal(store_delete(f->s, "things", "ns", "x", 0, render_tag, "gone", NULL), 0);
+	assert_true(store_resource_stamp(f->s, "things") != s2);
+}
+
 static void test_preconditions(void **state)
 {
 	struct fixture *f = *state;
@@ -1164,6 +1192,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_crud_revisions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_preconditions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resource_stamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_render_sees_revision, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events, setup, teardown),
