@@ -34,6 +34,24 @@ static const char *const PRE[] = { "discovering", "known", "disconnected", "insu
 static const char *const UNB4[] = { "discovering-unbound", "insufficient-unbound", "known-unbound",
 				    "disconnected-unbound", NULL };
 
+bool host_status_unbound(const char *st)
+{
+	static const char *const u[] = { "discovering-unbound", "insufficient-unbound", "known-unbound",
+					 "disconnected-unbound", "disabled-unbound", "unbinding",
+					 "unbinding-pending-user-action", NULL };
+
+	return st && in(st, u);
+}
+
+bool host_status_inst6(const char *st)
+{
+	static const char *const i6[] = { "preparing-for-installation", "preparing-successful", "installing",
+					  "installing-in-progress", "installing-pending-user-action",
+					  "preparing-failed", NULL };
+
+	return st && in(st, i6);
+}
+
 static const char *stage(const json_t *host)
 {
 	return sget(json_object_get(host, "progress"), "current_stage");

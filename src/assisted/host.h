@@ -62,6 +62,12 @@
 	"Host has rebooted and no further updates will be posted. Please check console for progress and to possibly approve pending CSRs"
 #define HOST_INFO_REBOOTING_FOR_RECLAIM "Host is rebooting into the discovery image"
 
+/* Host-status groups: in the pool, with no cluster (the -unbound states,
+ * unbinding, unbinding-pending-user-action; UNB in kubeapi.md), and INST6
+ * (the installation started: preparing-*, installing*). */
+bool host_status_unbound(const char *st);
+bool host_status_inst6(const char *st);
+
 /* RegisterHost (§1.1, first match): the state a (re-)registering host moves
  * to.  host_or_null NULL = new row: "discovering" when bound, else
  * "discovering-unbound".  Returns NULL when registration is refused; then

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assisted/host.h"
 #include "base/log.h"
 #include "kube/selector.h"
 
@@ -195,19 +196,6 @@ static int admit_infraenv(enum kube_op op, const json_t *old, const json_t *obj,
 
 /* --- Agent ---------------------------------------------------------------------- */
 
-static bool state_in_inst6(const char *s)
-{
-	static const char *const inst6[] = { "preparing-for-installation", "preparing-successful", "installing",
-					     "installing-in-progress", "installing-pending-user-action",
-					     "preparing-failed", NULL };
-	size_t i;
-
-	for (i = 0; s && inst6[i]; i++)
-		if (strcmp(s, inst6[i]) == 0)
-			return true;
-	return false;
-}
-
 static int admit_agent(enum kube_op op, const json_t *old, const json_t *obj, ah_err *err)
 {
 	const json_t *spec = json_object_get(obj, "spec"), *ostatus = json_object_get(old, "status");
@@ -218,7 +206,7 @@ static int admit_agent(enum kube_op op, const json_t *old, const json_t *obj, ah
 	if (op != KUBE_UPDATE)
 		return 0;
 	if (!refs_equal(json_object_get(json_object_get(old, "spec"), "clusterDeploymentName"), nref) &&
-	    state_in_inst6(jstr(json_object_get(ostatus, "debugInfo"), "state")) &&
+	    host_status_inst6(jstr(json_object_get(ostatus, "debugInfo"), "state")) &&
 	    !(streq(jstr(ostatus, "kind"), "AddToExistingClusterHost") && !ref_set(nref)))
 		return deny(err, WH_AGENT,
 			    "Attempted to change Spec.ClusterDeploymentName which is immutable during Agent installation.");

@@ -45,28 +45,7 @@ static const char *jstr(const json_t *o, const char *k)
 
 /* --- replies in upstream shapes ------------------------------------------- */
 
-static enum MHD_Result api_error(struct http_req *req, unsigned code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static enum MHD_Result api_error(struct http_req *req, unsigned code, const char *fmt, ...)
-{
-	char msg[1024], codes[16];
-	json_t *body;
-	enum MHD_Result r;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	snprintf(codes, sizeof(codes), "%u", code);
-	if (code == 401 || code == 403)
-		body = json_pack("{s:i,s:s}", "code", code, "message", msg);
-	else
-		body = json_pack("{s:s,s:i,s:s,s:s,s:s}", "kind", "Error", "id", code, "href", "", "code", codes,
-				 "reason", msg);
-	r = http_reply_json(req, code, body);
-	json_decref(body);
-	return r;
-}
+/* Errors go out in upstream's shapes through hub_reply_error() (imagesvc.c). */
 
 /* --- leases ----------------------------------------------------------------- */
 
@@ -463,33 +442,6 @@ int hub_host_ignition_token(struct hub *h, const json_t *agent, char **ret)
 
 /* --- host model <-> Agent ---------------------------------------------------- */
 
-/* The "ns/name" of the ClusterDeployment an Agent's spec points at, or "". */
-static void agent_ref_key(const json_t *agent, char *buf, size_t size)
-{
-	const json_t *ref = json_object_get(json_object_get(agent, "spec"), "clusterDeploymentName");
-	const char *name = jstr(ref, "name"), *ns = jstr(ref, "namespace");
-
-	buf[0] = '\0';
-	if (!name || !*name)
-		return;
-	if (!ns || !*ns)
-		ns = jstr(json_object_get(agent, "metadata"), "namespace");
-	snprintf(buf, size, "%s/%s", ns ? ns : "", name);
-}
-
-/* The states of a host in the pool: no cluster (backend.md §1, UNB). */
-static bool unbound_state(const char *st)
-{
-	static const char *const u[] = { "discovering-unbound", "insufficient-unbound", "known-unbound",
-					 "disconnected-unbound", "disabled-unbound", "unbinding",
-					 "unbinding-pending-user-action", NULL };
-
-	for (const char *const *p = u; *p; p++)
-		if (strcmp(st, *p) == 0)
-			return true;
-	return false;
-}
-
 static bool host_is_bound(const json_t *host)
 {
 	return jstr(host, "bound_cd") && *jstr(host, "bound_cd");
@@ -582,9 +534,9 @@ static json_t *host_model(const json_t *agent, const struct host_lease *l)
 	if (!jstr(host, "bound_cd")) {
 		char key[520];
 
-		agent_ref_key(agent, key, sizeof(key));
+		hub_agent_cd_key(agent, key, sizeof(key));
 		json_object_set_new(host, "bound_cd",
-				    json_string(jstr(dbg, "state") && unbound_state(jstr(dbg, "state")) ? "" : key));
+				    json_string(jstr(dbg, "state") && host_status_unbound(jstr(dbg, "state")) ? "" : key));
 	}
 	json_object_set_new(host, "cluster_id", json_string(*jstr(host, "bound_cd") ? "bound" : ""));
 	json_object_set_new(host, "checked_in_at", json_integer(l->checked_in_at));
@@ -760,7 +712,7 @@ static int sync_labels(struct hub *h, const json_t *agent, const json_t *inv)
 
 	/* How an ACI finds its Agents (kubeapi.md §3): the namespace of the
 	 * ClusterDeployment reference, "" when there is none. */
-	agent_ref_key(agent, key, sizeof(key));
+	hub_agent_cd_key(agent, key, sizeof(key));
 	if ((slash = strchr(key, '/')))
 		*slash = '\0';
 	if (labels)
@@ -932,18 +884,6 @@ static bool ensure_installation_disk(json_t *host)
 
 /* --- binding (kubeapi.md §4.4 steps 5-6, §5) ------------------------------ */
 
-static bool inst6_state(const char *st)
-{
-	static const char *const s6[] = { "preparing-for-installation", "preparing-successful", "installing",
-					  "installing-in-progress", "installing-pending-user-action",
-					  "preparing-failed", NULL };
-
-	for (const char *const *p = s6; *p; p++)
-		if (strcmp(st, *p) == 0)
-			return true;
-	return false;
-}
-
 /* "" and amd64 are x86_64, aarch64 is arm64 (the names an InfraEnv and a
  * release image use). */
 static const char *norm_arch(const char *a)
@@ -964,10 +904,10 @@ static int unbind_host(struct hub *h, const json_t *agent, json_t *host, ah_err 
 	int r;
 
 	/* Step 5: an installing host of day 1 cannot just leave. */
-	if (inst6_state(st) && strcmp(jstr(host, "kind") ? jstr(host, "kind") : "", "AddToExistingClusterHost") != 0) {
+	if (host_status_inst6(st) && strcmp(jstr(host, "kind") ? jstr(host, "kind") : "", "AddToExistingClusterHost") != 0) {
 		char key[520];
 
-		agent_ref_key(agent, key, sizeof(key));
+		hub_agent_cd_key(agent, key, sizeof(key));
 		if (!*key)
 			return ah_err_set(err, EINVAL, 400, "BadRequest",
 					  "cancelling non-day-2 host [%s] in the middle of installation is not allowed",
@@ -1024,13 +964,12 @@ static int bind_host(struct hub *h, json_t *host, const char *key, ah_err *err)
 				  "clusterdeployments.hive.openshift.io \"%s\" not found",
 				  name, ns, name);
 	json_decref(cd);
+	/* Only a host ready to be bound moves; others wait for known-unbound
+	 * (and the cluster is not loaded on every one of their polls). */
+	if (strcmp(jstr(host, "status"), "known-unbound") != 0)
+		return 0;
 	if (hub_cluster_context(h, ns, name, &cluster, NULL) < 0)
 		return ah_err_set(err, ENOENT, 500, "BackendError", "record not found");
-	/* Only a host ready to be bound moves; others wait for known-unbound. */
-	if (strcmp(jstr(host, "status"), "known-unbound") != 0) {
-		json_decref(cluster);
-		return 0;
-	}
 	cst = jstr(cluster, "status") ? jstr(cluster, "status") : "";
 	if (strcmp(cst, "insufficient") && strcmp(cst, "ready") && strcmp(cst, "pending-for-input") &&
 	    strcmp(cst, "adding-hosts")) {
@@ -1074,7 +1013,7 @@ static int binding_sync(struct hub *h, const json_t *agent, json_t *host, ah_err
 
 	if (!st || !*st)
 		return 0;
-	agent_ref_key(agent, want, sizeof(want));
+	hub_agent_cd_key(agent, want, sizeof(want));
 	if (*have && strcmp(have, want) != 0)
 		r = unbind_host(h, agent, host, err);
 	else if (*want && !*have)
@@ -1199,18 +1138,18 @@ static int auth_infraenv(struct hub *h, struct http_req *req, const char *ie_id,
 	ah_err err;
 
 	if (!key || !*key || jwt_verify(h->keys, key, &claims, &err) < 0) {
-		*res = api_error(req, 401, "Unauthorized");
+		*res = hub_reply_error(req, 401, "Unauthorized");
 		return -EACCES;
 	}
 	claim = jstr(claims, "infra_env_id");
 	if (!claim || strcmp(claim, ie_id) != 0) {
 		json_decref(claims);
-		*res = api_error(req, 403, "Forbidden: the token is not for infra-env %s", ie_id);
+		*res = hub_reply_error(req, 403, "Forbidden: the token is not for infra-env %s", ie_id);
 		return -EPERM;
 	}
 	json_decref(claims);
 	if (hub_find_infraenv(h, ie_id, ret_ie) < 0) {
-		*res = api_error(req, 404, "infra-env %s not found", ie_id);
+		*res = hub_reply_error(req, 404, "infra-env %s not found", ie_id);
 		return -ENOENT;
 	}
 	return 0;
@@ -1333,17 +1272,17 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 	int r;
 
 	if (parse_json_body(req, &body) < 0 || !json_is_object(body))
-		return api_error(req, 400, "invalid request body: expected a JSON object");
+		return hub_reply_error(req, 400, "invalid request body: expected a JSON object");
 	host_id = jstr(body, "host_id");
 	if (!host_id || strlen(host_id) != 36) {
 		json_decref(body);
-		return api_error(req, 400, "host_id: a UUID is required");
+		return hub_reply_error(req, 400, "host_id: a UUID is required");
 	}
 	/* An InfraEnv being deleted takes no new hosts (its last ones are
 	 * on their way out). */
 	if (jstr(meta, "deletionTimestamp")) {
 		json_decref(body);
-		return api_error(req, 404, "infra-env %s is being deleted", ie_id);
+		return hub_reply_error(req, 404, "infra-env %s is being deleted", ie_id);
 	}
 	/* A host of an InfraEnv bound to a cluster registers into that
 	 * cluster: gone (or going) → 404, and the agent stops (§7.3). */
@@ -1359,7 +1298,7 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 			json_decref(cd);
 			if (gone) {
 				json_decref(body);
-				return api_error(req, 404, "Cluster %s/%s of infra-env %s not found", cdns,
+				return hub_reply_error(req, 404, "Cluster %s/%s of infra-env %s not found", cdns,
 						 jstr(cref, "name"), ie_id);
 			}
 		}
@@ -1389,12 +1328,12 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 		json_decref(a);
 		if (r < 0) {
 			json_decref(body);
-			return api_error(req, 500, "failed to create the Agent: %s", err.message);
+			return hub_reply_error(req, 500, "failed to create the Agent: %s", err.message);
 		}
 		agent = created;
 	} else if (r < 0) {
 		json_decref(body);
-		return api_error(req, 500, "%s", err.message);
+		return hub_reply_error(req, 500, "%s", err.message);
 	}
 	/* A new boot: what the last one reported no longer holds. */
 	host = host_of(h, agent, ie_id, LEASE_NEW_BOOT);
@@ -1407,7 +1346,7 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 		json_decref(host);
 		json_decref(agent);
 		json_decref(body);
-		return api_error(req, err.status ? (unsigned)err.status : 400, "%s", err.message);
+		return hub_reply_error(req, err.status ? (unsigned)err.status : 400, "%s", err.message);
 	}
 	json_object_set_new(host, "discovery_agent_version",
 			    json_string(jstr(body, "discovery_agent_version") ? jstr(body, "discovery_agent_version") : ""));
@@ -1553,7 +1492,7 @@ static enum MHD_Result do_instructions(struct hub *h, struct http_req *req, cons
 		return res;
 	}
 	if (load_host(h, ie, host_id, &agent, &host) < 0)
-		return api_error(req, 404, "host %s not found", host_id);
+		return hub_reply_error(req, 404, "host %s not found", host_id);
 	if (ts > 0) {
 		json_object_set_new(host, "timestamp", json_integer(ts));
 		save_facts(h, ie, host_id, host);
@@ -1593,10 +1532,10 @@ static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const 
 	int r;
 
 	if (parse_json_body(req, &body) < 0 || !json_is_object(body))
-		return api_error(req, 400, "invalid step reply: expected a JSON object");
+		return hub_reply_error(req, 400, "invalid step reply: expected a JSON object");
 	if (load_host(h, ie, host_id, &agent, &host) < 0) {
 		json_decref(body);
-		return api_error(req, 404, "host %s not found", host_id);
+		return hub_reply_error(req, 404, "host %s not found", host_id);
 	}
 	host_cluster_load(h, agent, host, &hc);
 	r = host_apply_step_reply_cluster(host, body, hc.cluster, &err);
@@ -1648,7 +1587,7 @@ static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const 
 		host_cluster_release(&hc);
 		json_decref(host);
 		json_decref(agent);
-		return api_error(req, 400, "%s", err.message);
+		return hub_reply_error(req, 400, "%s", err.message);
 	}
 	save_facts(h, ie, host_id, host);
 	host_pass_in(h, agent, host, true, &hc);
@@ -1671,7 +1610,7 @@ static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const js
 	ah_err err;
 
 	if (parse_json_body(req, &body) < 0 || !json_is_object(body))
-		return api_error(req, 400, "invalid progress: expected a JSON object");
+		return hub_reply_error(req, 400, "invalid progress: expected a JSON object");
 	ah_err_clear(&err);
 	for (attempt = 0; attempt < 8 && r == -ESTALE; attempt++) {
 		json_decref(agent);
@@ -1680,7 +1619,7 @@ static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const js
 		agent = host = NULL;
 		if (load_host(h, ie, host_id, &agent, &host) < 0) {
 			json_decref(body);
-			return api_error(req, 404, "host %s not found", host_id);
+			return hub_reply_error(req, 404, "host %s not found", host_id);
 		}
 		host_cluster_load(h, agent, host, &hc);
 		r = host_progress_changed(host, body, hc.cluster, time(NULL), &changed, &err);
@@ -1689,9 +1628,9 @@ static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const js
 	}
 	if (r < 0 && r != -ESTALE) {
 		log_debug("agent API: progress of host %s refused: %s", host_id, err.message);
-		res = api_error(req, err.status ? (unsigned)err.status : 400, "%s", err.message);
+		res = hub_reply_error(req, err.status ? (unsigned)err.status : 400, "%s", err.message);
 	} else if (r == -ESTALE) {
-		res = api_error(req, 503, "host %s is being updated, try again", host_id);
+		res = hub_reply_error(req, 503, "host %s is being updated, try again", host_id);
 	} else {
 		if (changed) {
 			struct hub_event_ref ref;
@@ -1726,7 +1665,7 @@ static enum MHD_Result do_get_host(struct hub *h, struct http_req *req, const js
 
 	/* Looking is not checking in: the host's lease is left as it is. */
 	if (load_host_use(h, ie, host_id, &agent, &host, LEASE_KEEP) < 0)
-		return api_error(req, 404, "Host %s not found in infra-env %s", host_id,
+		return hub_reply_error(req, 404, "Host %s not found in infra-env %s", host_id,
 				 jstr(json_object_get(ie, "metadata"), "uid"));
 	out = json_object();
 	for (const char *const *k = keys; *k; k++)
@@ -1764,14 +1703,14 @@ enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
 		return MHD_NO;
 	*handled = true;
 	if (req->too_big)
-		return api_error(req, 413, "request body too large");
+		return hub_reply_error(req, 413, "request body too large");
 	p += strlen(API_PREFIX);
 	ie_id[0] = host_id[0] = rest[0] = '\0';
 	n = sscanf(p, "/infra-envs/%63[^/]/hosts/%63[^/]/%63s", ie_id, host_id, rest);
 	if (n < 1)
 		n = sscanf(p, "/infra-envs/%63[^/]/hosts", ie_id) == 1 ? 1 : 0;
 	if (n == 0)
-		return api_error(req, 404, "path %s not found", req->path);
+		return hub_reply_error(req, 404, "path %s not found", req->path);
 	if (auth_infraenv(h, req, ie_id, &ie, &res) < 0)
 		return res;
 	if (n == 1 && strcmp(req->method, "POST") == 0 && strstr(p, "/hosts") && !host_id[0]) {
@@ -1785,7 +1724,7 @@ enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
 	} else if (n == 2 && strcmp(req->method, "GET") == 0) {
 		res = do_get_host(h, req, ie, host_id);
 	} else {
-		res = api_error(req, 404, "path %s not found", req->path);
+		res = hub_reply_error(req, 404, "path %s not found", req->path);
 	}
 	json_decref(ie);
 	return res;

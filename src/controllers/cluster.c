@@ -140,8 +140,7 @@ void hub_cluster_tick(struct hub *h)
 	json_decref(due);
 }
 
-/* The "ns/name" of the CD an Agent is bound to, or "" when unbound. */
-static void agent_cd_key(const json_t *agent, char *buf, size_t size)
+void hub_agent_cd_key(const json_t *agent, char *buf, size_t size)
 {
 	const json_t *ref = json_object_get(json_object_get(agent, "spec"), "clusterDeploymentName");
 	const char *name = jstr(ref, "name"), *ns = jstr(ref, "namespace");
@@ -197,7 +196,7 @@ void hub_cluster_note(struct hub *h, const store_obj *so)
 		cdkey[0] = '\0';
 		if (so->type != STORE_DELETED) {
 			obj = json_loadb(so->json, so->len, 0, NULL);
-			agent_cd_key(obj, cdkey, sizeof(cdkey));
+			hub_agent_cd_key(obj, cdkey, sizeof(cdkey));
 			json_decref(obj);
 		}
 		pthread_mutex_lock(&h->clock);
@@ -654,7 +653,7 @@ static json_t *bound_agents(struct hub *h, const char *cd_ns, const char *cd_nam
 		ns[slash - ak] = '\0';
 		if (kube_get(h->api, h->k_agent, ns, slash + 1, &agent, &err) < 0)
 			continue;
-		agent_cd_key(agent, cdk, sizeof(cdk));
+		hub_agent_cd_key(agent, cdk, sizeof(cdk));
 		if (strcmp(cdk, key) == 0)
 			json_array_append_new(agents, agent);
 		else

@@ -152,6 +152,9 @@ void hub_cluster_tick(struct hub *h);
  * cluster is not registered.  New refs. */
 int hub_cluster_context(struct hub *h, const char *cdns, const char *cdname, json_t **ret_cluster,
 			json_t **ret_hosts);
+/* The "ns/name" of the ClusterDeployment an Agent's spec points at (its own
+ * namespace when the reference names none), or "" (cluster.c). */
+void hub_agent_cd_key(const json_t *agent, char *buf, size_t size);
 /* Delete Node node on the cluster a kubeconfig (YAML, len bytes) points at
  * (spoke.c): 0 when deleted or absent, negative with err set otherwise. */
 int hub_spoke_delete_node(const char *kubeconfig, size_t len, const char *node, ah_err *err);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "assisted/host.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "image/iso.h"
@@ -243,21 +244,15 @@ struct release_ctx {
 
 static int release_visit(const store_obj *so, void *userdata)
 {
-	static const char *const gone[] = { "discovering-unbound", "insufficient-unbound", "known-unbound",
-					    "disconnected-unbound", "disabled-unbound", "unbinding",
-					    "unbinding-pending-user-action", "installed", "added-to-existing-cluster",
-					    NULL };
 	struct release_ctx *rc = userdata;
 	json_t *a = json_loadb(so->json, so->len, 0, NULL);
 	const char *label = jstr(json_object_get(json_object_get(a, "metadata"), "labels"), LABEL_INFRAENV);
 	const char *st = jstr(json_object_get(json_object_get(a, "status"), "debugInfo"), "state");
-	const char *const *g;
 
 	if (label && strcmp(label, rc->ie_name) == 0) {
-		for (g = gone; st && *g && strcmp(st, *g) != 0; g++)
-			;
 		/* A host that never reported a state has no cluster yet. */
-		if (!st || !*st || *g)
+		if (!st || !*st || host_status_unbound(st) || strcmp(st, "installed") == 0 ||
+		    strcmp(st, "added-to-existing-cluster") == 0)
 			json_array_append_new(rc->del, json_string(so->name));
 		else
 			rc->kept++;

@@ -80,6 +80,14 @@ def sno(hub, cd="single-node", aci="test-agent-cluster-install"):
     hub.kubectl("apply", "-f", "-", input=acit)
 
 
+def wait_spec_failed(hub, name, why):
+    """The Agent's SpecSynced condition once it is False."""
+    def failed():
+        s = conds_of(agent(hub, name)).get("SpecSynced", {})
+        return s if s.get("status") == "False" else None
+    return wait_for(failed, timeout=30, what=f"SpecSynced False for {why}")
+
+
 def bound_cond(a):
     return conds_of(a).get("Bound", {})
 
@@ -110,10 +118,7 @@ def test_late_binding_install_delete_returns_agent(lbhub, tmp_path, sims):
     # and retried when it appears.
     bind(hub, name, "single-node")
 
-    def cd_missing():
-        s = conds_of(agent(hub, name)).get("SpecSynced", {})
-        return s if s.get("status") == "False" else None
-    s = wait_for(cd_missing, timeout=30, what="SpecSynced False for the missing ClusterDeployment")
+    s = wait_spec_failed(hub, name, "the missing ClusterDeployment")
     assert s["reason"] == "BackendError", s
     assert s["message"] == ("The Spec could not be synced due to backend error: failed to get clusterDeployment "
                             "with name single-node in namespace spoke-cluster: "
@@ -169,10 +174,7 @@ def test_cluster_not_late_binding_delete_deletes_agents(lbhub, tmp_path, sims):
     # A host of an InfraEnv bound to a cluster cannot be unbound.
     unbind(hub, a["metadata"]["name"])
 
-    def refused():
-        s = conds_of(agent(hub, a["metadata"]["name"])).get("SpecSynced", {})
-        return s if s.get("status") == "False" else None
-    s = wait_for(refused, timeout=30, what="SpecSynced False for the refused unbind")
+    s = wait_spec_failed(hub, a["metadata"]["name"], "the refused unbind")
     assert s["reason"] == "InputError", s
     assert s["message"] == ("The Spec could not be synced due to an input error: Cannot unbind Host "
                             f"{a['metadata']['name']}. InfraEnv {ie['metadata']['uid']} is bound to Cluster "
@@ -334,10 +336,7 @@ def test_bind_refused_for_other_architecture(lbhub, tmp_path, sims):
     name = a["metadata"]["name"]
     bind(hub, name, "arm-cd")
 
-    def refused():
-        s = conds_of(agent(hub, name)).get("SpecSynced", {})
-        return s if s.get("status") == "False" else None
-    s = wait_for(refused, timeout=30, what="SpecSynced False for the architecture")
+    s = wait_spec_failed(hub, name, "the architecture")
     assert s["reason"] == "InputError", s
     assert s["message"] == ("The Spec could not be synced due to an input error: InfraEnv's CPU architecture "
                             "(x86_64) doesn't match the cluster (arm64)"), s
@@ -545,10 +544,7 @@ def test_bind_refused_while_cluster_installs_and_preserve_on_delete(lbhub, tmp_p
 
     bind(hub, second, "single-node")
 
-    def refused():
-        s = conds_of(agent(hub, second)).get("SpecSynced", {})
-        return s if s.get("status") == "False" else None
-    s = wait_for(refused, timeout=30, what="SpecSynced False for the installing cluster")
+    s = wait_spec_failed(hub, second, "the installing cluster")
     assert s["reason"] == "InputError", s
     assert s["message"] == ("The Spec could not be synced due to an input error: Cluster "
                             f"{aci_uid} is in installing state, host can register only in one of "

@@ -1290,10 +1290,57 @@ static void test_requirements(void **state)
 	assert_true(r.packet_loss_percentage == 10);
 }
 
+/* The host-status groups, one row per state of the 28 (backend.md §1). */
+static void test_status_groups(void **state)
+{
+	static const struct {
+		const char *st;
+		bool unbound, inst6;
+	} rows[] = {
+		{ "discovering", false, false },
+		{ "known", false, false },
+		{ "disconnected", false, false },
+		{ "insufficient", false, false },
+		{ "disabled", false, false },
+		{ "preparing-for-installation", false, true },
+		{ "preparing-failed", false, true },
+		{ "preparing-successful", false, true },
+		{ "pending-for-input", false, false },
+		{ "installing", false, true },
+		{ "installing-in-progress", false, true },
+		{ "installing-pending-user-action", false, true },
+		{ "resetting-pending-user-action", false, false },
+		{ "installed", false, false },
+		{ "error", false, false },
+		{ "resetting", false, false },
+		{ "added-to-existing-cluster", false, false },
+		{ "cancelled", false, false },
+		{ "binding", false, false },
+		{ "unbinding", true, false },
+		{ "unbinding-pending-user-action", true, false },
+		{ "known-unbound", true, false },
+		{ "disconnected-unbound", true, false },
+		{ "insufficient-unbound", true, false },
+		{ "disabled-unbound", true, false },
+		{ "discovering-unbound", true, false },
+		{ "reclaiming", false, false },
+		{ "reclaiming-rebooting", false, false },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if (host_status_unbound(rows[i].st) != rows[i].unbound || host_status_inst6(rows[i].st) != rows[i].inst6)
+			fail_msg("row %zu (%s)", i, rows[i].st);
+	}
+	assert_false(host_status_unbound(NULL));
+	assert_false(host_status_inst6(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_register),     cmocka_unit_test(test_register_apply),
+		cmocka_unit_test(test_status_groups),
 		cmocka_unit_test(test_refresh),      cmocka_unit_test(test_refresh_changed),
 		cmocka_unit_test(test_refresh_install), cmocka_unit_test(test_refresh_apply),
 		cmocka_unit_test(test_refresh_stage_knob), cmocka_unit_test(test_progress_changed),
