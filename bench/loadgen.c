@@ -2,13 +2,22 @@
  * loadgen: a small closed-loop HTTP load generator used by bench/run.sh to
  * compare agenthub's Kubernetes REST API with etcd 3.4's HTTP/JSON gateway.
  *
- * N worker threads each own one libcurl easy handle, so each worker keeps one
- * keep-alive connection and issues one request at a time; a shared atomic
- * counter hands out operation indexes until the fixed count (or the
- * duration) is used up.  Every operation's latency is recorded, and the run
- * ends with one line per run:
+ * --conc clients each own one libcurl easy handle and issue one request at a
+ * time over a keep-alive connection; a shared counter hands out operation
+ * indexes until the fixed count (or the duration) is used up.  Two engines
+ * run the same clients:
  *
- *   target=agenthub op=create conc=64 n=20000 ops/s=12345 p50_ms=1.23 p99_ms=4.56 errors=0
+ *   threads  one thread per client, blocking curl_easy_perform (default);
+ *   multi    every client in one thread: a libcurl multi handle driven by
+ *            epoll through curl_multi_socket_action, so the tool costs less
+ *            CPU and adds no threads next to the server under test.
+ *
+ * An operation is the same small state machine in both (op_start, then
+ * op_next after each response until it says the operation is over), so the
+ * requests, checks and store contents do not depend on the engine.  Every
+ * operation's latency is recorded, and the run ends with one line:
+ *
+ *   target=agenthub op=create conc=64 n=20000 ops/s=12345 p50_ms=1.23 p99_ms=4.56 errors=0 conns=64 engine=threads
  *
  * Every response status is checked; a run with errors prints a banner on
  * stderr, marks its line FAILED and exits 1, so a broken server can never
@@ -31,7 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 #define AGENT_GROUP_PATH "/apis/agent-install.openshift.io/v1beta1"
 /* The key layout kube-apiserver uses for a custom resource, so etcd sees
@@ -46,13 +57,16 @@
 
 enum target { TARGET_AGENTHUB, TARGET_ETCD };
 enum op { OP_CREATE, OP_GET, OP_PATCH, OP_LIST };
+enum engine { ENGINE_THREADS, ENGINE_MULTI };
 
 static const char *const target_names[] = { "agenthub", "etcd" };
 static const char *const op_names[] = { "create", "get", "patch", "list" };
+static const char *const engine_names[] = { "threads", "multi" };
 
 struct config {
         enum target target;
         enum op op;
+        enum engine engine;
         char url[512];
         char *token;
         const char *cacert;
@@ -78,6 +92,8 @@ struct buf {
         bool overflow;
 };
 
+/* One closed-loop client: a thread of its own (threads engine) or a slot of
+ * the event loop (multi engine). */
 struct worker {
         pthread_t thread;
         const struct config *cfg;
@@ -87,6 +103,23 @@ struct worker {
         struct curl_slist *hdr_merge;
         struct buf resp;
         char errbuf[CURL_ERROR_SIZE];
+        /* The next request, set by req_set: curl reads body until the
+         * transfer ends, so it lives here rather than on a stack. */
+        const char *method;
+        struct curl_slist *req_headers;
+        bool req_body;
+        char url[URL_MAX];
+        char body[BODY_MAX * 3];
+        /* The operation in progress (op_start, op_next). */
+        long op_idx;
+        long op_seq;
+        int op_step;            /* etcd patch: 0 range, 1 put; list: page */
+        long op_items;          /* list: items over the pages so far */
+        double op_t0;
+        char op_name[64];
+        char op_key64[512];
+        char list_token[1024];
+        /* Results. */
         double *lat_ms;
         size_t nlat;
         size_t caplat;
@@ -101,7 +134,6 @@ struct worker {
 static atomic_long next_index;
 static atomic_bool stop_all;
 static atomic_long error_reports;
-static pthread_barrier_t start_barrier;
 
 static void die(const char *fmt, ...)
 {
@@ -382,10 +414,12 @@ static void worker_init(struct worker *w, const struct config *cfg)
         curl_easy_setopt(w->curl, CURLOPT_TIMEOUT_MS, cfg->req_timeout_ms);
         curl_easy_setopt(w->curl, CURLOPT_TCP_NODELAY, 1L);
         /* Both targets are measured over HTTP/1.1 with one connection per
-         * worker, so concurrency means the same thing on each side. */
+         * client, so concurrency means the same thing on each side. */
         curl_easy_setopt(w->curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
         if (cfg->cacert)
                 curl_easy_setopt(w->curl, CURLOPT_CAINFO, cfg->cacert);
+        /* The multi engine finds the client of a finished transfer here. */
+        curl_easy_setopt(w->curl, CURLOPT_PRIVATE, w);
 }
 
 static void worker_release(struct worker *w)
@@ -399,7 +433,7 @@ static void worker_release(struct worker *w)
 }
 
 /* New connections the last transfer opened: a keep-alive run opens one per
- * worker, so a larger total means the server closes connections and every
+ * client, so a larger total means the server closes connections and every
  * reconnect (a TLS handshake for agenthub) is inside the latencies. */
 static long connects_made(CURL *curl)
 {
@@ -409,33 +443,45 @@ static long connects_made(CURL *curl)
         return n;
 }
 
-/* Performs one request and returns its HTTP status, or -1 when no response
- * arrived (the reason is in w->errbuf).  body may be NULL for a GET. */
-static long http_do(struct worker *w, const char *method, const char *url,
-                    const char *body, struct curl_slist *headers)
+/* Sets the next request of w: w->url, and w->body when body is true (a GET
+ * otherwise). */
+static void req_set(struct worker *w, const char *method, struct curl_slist *headers, bool body)
 {
-        CURLcode rc;
-        long status = 0;
+        w->method = method;
+        w->req_headers = headers;
+        w->req_body = body;
+}
 
+/* Hands the request set by req_set to w's easy handle and empties the
+ * response buffer; the transfer then runs in either engine. */
+static void http_prepare(struct worker *w)
+{
         w->resp.len = 0;
         w->resp.overflow = false;
         if (w->resp.data)
                 w->resp.data[0] = '\0';
         w->errbuf[0] = '\0';
-        curl_easy_setopt(w->curl, CURLOPT_URL, url);
-        curl_easy_setopt(w->curl, CURLOPT_HTTPHEADER, headers);
-        if (body) {
-                curl_easy_setopt(w->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-                curl_easy_setopt(w->curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(w->curl, CURLOPT_URL, w->url);
+        curl_easy_setopt(w->curl, CURLOPT_HTTPHEADER, w->req_headers);
+        if (w->req_body) {
+                curl_easy_setopt(w->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(w->body));
+                curl_easy_setopt(w->curl, CURLOPT_POSTFIELDS, w->body);
                 curl_easy_setopt(w->curl, CURLOPT_CUSTOMREQUEST,
-                                 strcmp(method, "POST") == 0 ? NULL : method);
+                                 strcmp(w->method, "POST") == 0 ? NULL : w->method);
         } else {
                 curl_easy_setopt(w->curl, CURLOPT_HTTPGET, 1L);
                 curl_easy_setopt(w->curl, CURLOPT_CUSTOMREQUEST, NULL);
         }
-        rc = curl_easy_perform(w->curl);
+}
+
+/* Takes the result of a finished transfer of w: returns its HTTP status, or
+ * -1 when no response arrived (the reason is then in w->errbuf). */
+static long http_finish(struct worker *w, CURLcode rc)
+{
+        long status = 0;
+
+        w->connects += connects_made(w->curl);
         if (rc != CURLE_OK) {
-                w->connects += connects_made(w->curl);
                 if (w->resp.overflow)
                         snprintf(w->errbuf, sizeof(w->errbuf),
                                  "response larger than --max-body-mb");
@@ -444,7 +490,6 @@ static long http_do(struct worker *w, const char *method, const char *url,
                 return -1;
         }
         curl_easy_getinfo(w->curl, CURLINFO_RESPONSE_CODE, &status);
-        w->connects += connects_made(w->curl);
         if (!w->resp.data) {
                 /* Keep resp.data a valid string even for empty bodies. */
                 w->resp.data = xmalloc(1);
@@ -452,6 +497,13 @@ static long http_do(struct worker *w, const char *method, const char *url,
                 w->resp.cap = 1;
         }
         return status;
+}
+
+/* Performs w's request on the calling thread; the status as http_finish. */
+static long http_perform(struct worker *w)
+{
+        http_prepare(w);
+        return http_finish(w, curl_easy_perform(w->curl));
 }
 
 static void report_error(struct worker *w, const char *what, const char *name, long status)
@@ -475,6 +527,15 @@ static bool expect_status(struct worker *w, const char *what, const char *name, 
         return false;
 }
 
+/* Counts an error found in a response with a good status; why goes to the
+ * report in place of curl's message. */
+static void fail_op(struct worker *w, const char *what, const char *name, const char *why)
+{
+        snprintf(w->errbuf, sizeof(w->errbuf), "%s", why);
+        report_error(w, what, name, -1);
+        w->errors++;
+}
+
 static void agent_body(char *out, size_t out_max, const char *name, const char *hostname)
 {
         if (hostname)
@@ -490,83 +551,107 @@ static void agent_body(char *out, size_t out_max, const char *name, const char *
                          name);
 }
 
-/* ---- agenthub (Kubernetes REST) operations ---- */
-
-static void kube_op(struct worker *w, long idx, long seq)
+/* A list op's total against --expect-items, once its last page is in. */
+static void list_done(struct worker *w)
 {
         const struct config *cfg = w->cfg;
-        char url[URL_MAX], name[64], body[BODY_MAX];
-        long status;
+        char why[128];
 
-        snprintf(name, sizeof(name), "a-%ld", idx);
+        w->list_items += w->op_items;
+        if (cfg->expect_items >= 0 && w->op_items != cfg->expect_items) {
+                snprintf(why, sizeof(why), "listed %ld items, expected %ld", w->op_items, cfg->expect_items);
+                fail_op(w, "list", cfg->ns, why);
+        }
+}
+
+/* ---- agenthub (Kubernetes REST) operations ---- */
+
+static void kube_list_request(struct worker *w)
+{
+        const struct config *cfg = w->cfg;
+
+        if (w->list_token[0]) {
+                char *esc = curl_easy_escape(w->curl, w->list_token, 0);
+
+                if (!esc)
+                        die("out of memory");
+                snprintf(w->url, sizeof(w->url), "%s" AGENT_GROUP_PATH "/namespaces/%s/agents?continue=%s",
+                         cfg->url, cfg->ns, esc);
+                curl_free(esc);
+        } else {
+                snprintf(w->url, sizeof(w->url), "%s" AGENT_GROUP_PATH "/namespaces/%s/agents",
+                         cfg->url, cfg->ns);
+        }
+        req_set(w, "GET", w->hdr_plain, false);
+}
+
+static void kube_start(struct worker *w)
+{
+        const struct config *cfg = w->cfg;
+
         switch (cfg->op) {
         case OP_CREATE:
-                snprintf(url, sizeof(url), "%s" AGENT_GROUP_PATH "/namespaces/%s/agents", cfg->url, cfg->ns);
-                agent_body(body, sizeof(body), name, NULL);
-                status = http_do(w, "POST", url, body, w->hdr_json);
-                expect_status(w, "create", name, status, 201);
+                snprintf(w->url, sizeof(w->url), "%s" AGENT_GROUP_PATH "/namespaces/%s/agents", cfg->url, cfg->ns);
+                agent_body(w->body, sizeof(w->body), w->op_name, NULL);
+                req_set(w, "POST", w->hdr_json, true);
                 break;
         case OP_GET:
-                snprintf(url, sizeof(url), "%s" AGENT_GROUP_PATH "/namespaces/%s/agents/%s", cfg->url, cfg->ns, name);
-                status = http_do(w, "GET", url, NULL, w->hdr_plain);
-                expect_status(w, "get", name, status, 200);
+                snprintf(w->url, sizeof(w->url), "%s" AGENT_GROUP_PATH "/namespaces/%s/agents/%s",
+                         cfg->url, cfg->ns, w->op_name);
+                req_set(w, "GET", w->hdr_plain, false);
                 break;
         case OP_PATCH:
-                snprintf(url, sizeof(url), "%s" AGENT_GROUP_PATH "/namespaces/%s/agents/%s", cfg->url, cfg->ns, name);
-                snprintf(body, sizeof(body), "{\"spec\":{\"hostname\":\"h%ld-%ld\"}}", idx, seq);
-                status = http_do(w, "PATCH", url, body, w->hdr_merge);
-                expect_status(w, "patch", name, status, 200);
+                snprintf(w->url, sizeof(w->url), "%s" AGENT_GROUP_PATH "/namespaces/%s/agents/%s",
+                         cfg->url, cfg->ns, w->op_name);
+                snprintf(w->body, sizeof(w->body), "{\"spec\":{\"hostname\":\"h%ld-%ld\"}}", w->op_idx, w->op_seq);
+                req_set(w, "PATCH", w->hdr_merge, true);
                 break;
-        case OP_LIST: {
-                char token[1024] = "";
-                long items = 0;
-
+        case OP_LIST:
                 /* One list op is the whole collection: a server that pages
                  * on its own (continue token) is followed to the end. */
-                for (int page = 0; page < MAX_LIST_PAGES; page++) {
-                        const char *p;
-                        long n;
-
-                        if (token[0]) {
-                                char *esc = curl_easy_escape(w->curl, token, 0);
-
-                                if (!esc)
-                                        die("out of memory");
-                                snprintf(url, sizeof(url), "%s" AGENT_GROUP_PATH "/namespaces/%s/agents?continue=%s",
-                                         cfg->url, cfg->ns, esc);
-                                curl_free(esc);
-                        } else {
-                                snprintf(url, sizeof(url), "%s" AGENT_GROUP_PATH "/namespaces/%s/agents",
-                                         cfg->url, cfg->ns);
-                        }
-                        status = http_do(w, "GET", url, NULL, w->hdr_plain);
-                        w->list_calls++;
-                        if (!expect_status(w, "list", cfg->ns, status, 200))
-                                return;
-                        w->list_bytes += w->resp.len;
-                        p = json_find_member(w->resp.data, "items", '[');
-                        n = p ? json_array_count(p) : -1;
-                        if (n < 0) {
-                                snprintf(w->errbuf, sizeof(w->errbuf), "no items array in response");
-                                report_error(w, "list", cfg->ns, -1);
-                                w->errors++;
-                                return;
-                        }
-                        items += n;
-                        p = json_find_member(w->resp.data, "continue", '"');
-                        if (!p || json_string_copy(p, token, sizeof(token)) <= 0)
-                                break;
-                }
-                w->list_items += items;
-                if (cfg->expect_items >= 0 && items != cfg->expect_items) {
-                        snprintf(w->errbuf, sizeof(w->errbuf), "listed %ld items, expected %ld",
-                                 items, cfg->expect_items);
-                        report_error(w, "list", cfg->ns, -1);
-                        w->errors++;
-                }
+                kube_list_request(w);
                 break;
         }
+}
+
+static bool kube_next(struct worker *w, long status)
+{
+        const struct config *cfg = w->cfg;
+        const char *p;
+        long n;
+
+        switch (cfg->op) {
+        case OP_CREATE:
+                expect_status(w, "create", w->op_name, status, 201);
+                return false;
+        case OP_GET:
+                expect_status(w, "get", w->op_name, status, 200);
+                return false;
+        case OP_PATCH:
+                expect_status(w, "patch", w->op_name, status, 200);
+                return false;
+        case OP_LIST:
+                w->list_calls++;
+                if (!expect_status(w, "list", cfg->ns, status, 200))
+                        return false;
+                w->list_bytes += w->resp.len;
+                p = json_find_member(w->resp.data, "items", '[');
+                n = p ? json_array_count(p) : -1;
+                if (n < 0) {
+                        fail_op(w, "list", cfg->ns, "no items array in response");
+                        return false;
+                }
+                w->op_items += n;
+                p = json_find_member(w->resp.data, "continue", '"');
+                if (p && json_string_copy(p, w->list_token, sizeof(w->list_token)) > 0 &&
+                    ++w->op_step < MAX_LIST_PAGES) {
+                        kube_list_request(w);
+                        return true;
+                }
+                list_done(w);
+                return false;
         }
+        return false;
 }
 
 /* ---- etcd v3 JSON gateway operations ---- */
@@ -580,84 +665,66 @@ static void etcd_key_b64(const struct config *cfg, const char *name, char *out)
         b64_encode((const unsigned char *)key, len, out);
 }
 
-static bool etcd_put(struct worker *w, const char *name, const char *key64, const char *doc)
+/* Sets a put of doc under the op's key as w's next request. */
+static void etcd_put_request(struct worker *w, const char *doc)
 {
-        char url[URL_MAX], val64[BODY_MAX * 2], body[BODY_MAX * 3];
-        long status;
+        char val64[BODY_MAX * 2];
 
         b64_encode((const unsigned char *)doc, strlen(doc), val64);
-        snprintf(url, sizeof(url), "%s/v3/kv/put", w->cfg->url);
-        snprintf(body, sizeof(body), "{\"key\":\"%s\",\"value\":\"%s\"}", key64, val64);
-        status = http_do(w, "POST", url, body, w->hdr_json);
-        return expect_status(w, "put", name, status, 200);
+        snprintf(w->url, sizeof(w->url), "%s/v3/kv/put", w->cfg->url);
+        snprintf(w->body, sizeof(w->body), "{\"key\":\"%s\",\"value\":\"%s\"}", w->op_key64, val64);
+        req_set(w, "POST", w->hdr_json, true);
 }
 
-/* Reads one key; on success copies its decoded value into doc. */
-static bool etcd_get(struct worker *w, const char *name, const char *key64, char *doc, size_t doc_max)
+/* Sets a range read of the op's key as w's next request. */
+static void etcd_range_request(struct worker *w)
 {
-        char url[URL_MAX], body[BODY_MAX], val64[BODY_MAX * 2];
-        const char *kvs, *val;
-        long status;
+        snprintf(w->url, sizeof(w->url), "%s/v3/kv/range", w->cfg->url);
+        snprintf(w->body, sizeof(w->body), "{\"key\":\"%s\"}", w->op_key64);
+        req_set(w, "POST", w->hdr_json, true);
+}
 
-        snprintf(url, sizeof(url), "%s/v3/kv/range", w->cfg->url);
-        snprintf(body, sizeof(body), "{\"key\":\"%s\"}", key64);
-        status = http_do(w, "POST", url, body, w->hdr_json);
-        if (!expect_status(w, "range", name, status, 200))
+/* Checks the answer to etcd_range_request; on success copies the key's
+ * decoded value into doc. */
+static bool etcd_range_check(struct worker *w, long status, char *doc, size_t doc_max)
+{
+        char val64[BODY_MAX * 2];
+        const char *kvs, *val;
+
+        if (!expect_status(w, "range", w->op_name, status, 200))
                 return false;
         /* The gateway answers 200 with no "kvs" for a missing key. */
         kvs = json_find_member(w->resp.data, "kvs", '[');
         val = kvs ? json_find_member(kvs, "value", '"') : NULL;
         if (!val || json_string_copy(val, val64, sizeof(val64)) < 0 ||
             b64_decode(val64, strlen(val64), doc, doc_max) < 0) {
-                snprintf(w->errbuf, sizeof(w->errbuf), "key missing or value unreadable");
-                report_error(w, "range", name, -1);
-                w->errors++;
+                fail_op(w, "range", w->op_name, "key missing or value unreadable");
                 return false;
         }
         return true;
 }
 
-static void etcd_op(struct worker *w, long idx, long seq)
+static void etcd_start(struct worker *w)
 {
         const struct config *cfg = w->cfg;
-        char name[64], key64[512], doc[BODY_MAX], needle[80], hostname[64];
+        char doc[BODY_MAX], prefix[256], end[256], p64[512], e64[512];
+        size_t plen;
 
-        snprintf(name, sizeof(name), "a-%ld", idx);
-        etcd_key_b64(cfg, name, key64);
+        etcd_key_b64(cfg, w->op_name, w->op_key64);
         switch (cfg->op) {
         case OP_CREATE:
                 /* The value is the very Agent body agenthub receives, so both
                  * stores are handed the same number of bytes per object. */
-                agent_body(doc, sizeof(doc), name, NULL);
-                etcd_put(w, name, key64, doc);
+                agent_body(doc, sizeof(doc), w->op_name, NULL);
+                etcd_put_request(w, doc);
                 break;
         case OP_GET:
-                etcd_get(w, name, key64, doc, sizeof(doc));
-                break;
         case OP_PATCH:
-                /* Read-modify-write in two calls, as an apiserver would do
-                 * over etcd.  The read must return this object (checked)
-                 * before the modified document is written back; building the
-                 * new document is negligible next to the two round trips. */
-                if (!etcd_get(w, name, key64, doc, sizeof(doc)))
-                        break;
-                snprintf(needle, sizeof(needle), "\"name\":\"%s\"", name);
-                if (!strstr(doc, needle)) {
-                        snprintf(w->errbuf, sizeof(w->errbuf), "range returned another object");
-                        report_error(w, "range", name, -1);
-                        w->errors++;
-                        break;
-                }
-                snprintf(hostname, sizeof(hostname), "h%ld-%ld", idx, seq);
-                agent_body(doc, sizeof(doc), name, hostname);
-                etcd_put(w, name, key64, doc);
+                /* A patch is a read-modify-write in two calls, as an
+                 * apiserver would do over etcd: this range, then a put. */
+                etcd_range_request(w);
                 break;
-        case OP_LIST: {
-                char prefix[256], end[256], p64[512], e64[512], url[URL_MAX], body[BODY_MAX * 2];
-                const char *kvs;
-                size_t plen;
-                long status, items;
-
+        case OP_LIST:
                 plen = (size_t)snprintf(prefix, sizeof(prefix), ETCD_KEY_ROOT "%s/", cfg->ns);
                 memcpy(end, prefix, plen + 1);
                 /* range_end = the prefix with its last byte incremented, which
@@ -665,34 +732,89 @@ static void etcd_op(struct worker *w, long idx, long seq)
                 end[plen - 1]++;
                 b64_encode((const unsigned char *)prefix, plen, p64);
                 b64_encode((const unsigned char *)end, plen, e64);
-                snprintf(url, sizeof(url), "%s/v3/kv/range", cfg->url);
-                snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\"}", p64, e64);
-                status = http_do(w, "POST", url, body, w->hdr_json);
+                snprintf(w->url, sizeof(w->url), "%s/v3/kv/range", cfg->url);
+                snprintf(w->body, sizeof(w->body), "{\"key\":\"%s\",\"range_end\":\"%s\"}", p64, e64);
+                req_set(w, "POST", w->hdr_json, true);
+                break;
+        }
+}
+
+static bool etcd_next(struct worker *w, long status)
+{
+        const struct config *cfg = w->cfg;
+        char doc[BODY_MAX], needle[80], hostname[64];
+        const char *kvs;
+        long items;
+
+        switch (cfg->op) {
+        case OP_CREATE:
+                expect_status(w, "put", w->op_name, status, 200);
+                return false;
+        case OP_GET:
+                etcd_range_check(w, status, doc, sizeof(doc));
+                return false;
+        case OP_PATCH:
+                if (w->op_step == 1) {
+                        expect_status(w, "put", w->op_name, status, 200);
+                        return false;
+                }
+                /* The read must return this object (checked) before the
+                 * modified document is written back; building the new
+                 * document is negligible next to the two round trips. */
+                if (!etcd_range_check(w, status, doc, sizeof(doc)))
+                        return false;
+                snprintf(needle, sizeof(needle), "\"name\":\"%s\"", w->op_name);
+                if (!strstr(doc, needle)) {
+                        fail_op(w, "range", w->op_name, "range returned another object");
+                        return false;
+                }
+                snprintf(hostname, sizeof(hostname), "h%ld-%ld", w->op_idx, w->op_seq);
+                agent_body(doc, sizeof(doc), w->op_name, hostname);
+                etcd_put_request(w, doc);
+                w->op_step = 1;
+                return true;
+        case OP_LIST:
                 w->list_calls++;
                 if (!expect_status(w, "list", cfg->ns, status, 200))
-                        break;
+                        return false;
                 w->list_bytes += w->resp.len;
                 kvs = json_find_member(w->resp.data, "kvs", '[');
                 items = kvs ? json_array_count(kvs) : 0;
                 if (items < 0) {
-                        snprintf(w->errbuf, sizeof(w->errbuf), "unterminated kvs array");
-                        report_error(w, "list", cfg->ns, -1);
-                        w->errors++;
-                        break;
+                        fail_op(w, "list", cfg->ns, "unterminated kvs array");
+                        return false;
                 }
-                w->list_items += items;
-                if (cfg->expect_items >= 0 && items != cfg->expect_items) {
-                        snprintf(w->errbuf, sizeof(w->errbuf), "listed %ld items, expected %ld",
-                                 items, cfg->expect_items);
-                        report_error(w, "list", cfg->ns, -1);
-                        w->errors++;
-                }
-                break;
+                w->op_items = items;
+                list_done(w);
+                return false;
         }
-        }
+        return false;
 }
 
-/* ---- workers and the run ---- */
+/* ---- operations, whatever the engine ---- */
+
+/* Begins operation seq on object a-<idx>: sets its first request. */
+static void op_start(struct worker *w, long idx, long seq)
+{
+        w->op_idx = idx;
+        w->op_seq = seq;
+        w->op_step = 0;
+        w->op_items = 0;
+        w->list_token[0] = '\0';
+        snprintf(w->op_name, sizeof(w->op_name), "a-%ld", idx);
+        if (w->cfg->target == TARGET_AGENTHUB)
+                kube_start(w);
+        else
+                etcd_start(w);
+}
+
+/* Checks the answer (status as http_finish) to the op's current request.
+ * Returns true when the op goes on with the next request it has set, false
+ * when it is over (errors are counted and reported by then). */
+static bool op_next(struct worker *w, long status)
+{
+        return w->cfg->target == TARGET_AGENTHUB ? kube_next(w, status) : etcd_next(w, status);
+}
 
 static void record_latency(struct worker *w, double ms)
 {
@@ -708,55 +830,307 @@ static void record_latency(struct worker *w, double ms)
         w->lat_ms[w->nlat++] = ms;
 }
 
-/* One untimed request so the TCP (and TLS) handshake is not charged to the
- * first measured operation of each worker. */
-static void warm_up(struct worker *w)
+/* How long a run may go on: --duration, but never past --max-seconds. */
+static double run_limit(const struct config *cfg)
+{
+        return cfg->duration > 0 && cfg->duration < cfg->max_seconds ? cfg->duration : cfg->max_seconds;
+}
+
+/* Claims the next operation for a client whose run began at start: sets
+ * *ret_seq and *ret_idx and returns true, or returns false when the count
+ * is used up or the time limit has passed (which stops every client). */
+static bool op_claim(const struct config *cfg, double start, long *ret_seq, long *ret_idx)
+{
+        long seq;
+
+        if (atomic_load(&stop_all))
+                return false;
+        seq = atomic_fetch_add(&next_index, 1);
+        if (seq >= cfg->n)
+                return false;
+        if (now_s() - start >= run_limit(cfg)) {
+                atomic_store(&stop_all, true);
+                return false;
+        }
+        *ret_seq = seq;
+        *ret_idx = cfg->base + (cfg->op == OP_CREATE ? seq : seq % cfg->keys);
+        return true;
+}
+
+/* One untimed request per client so the TCP (and TLS) handshake is not
+ * charged to its first measured operation: warm_up_start sets it,
+ * warm_up_done takes its status. */
+static void warm_up_start(struct worker *w)
 {
         const struct config *cfg = w->cfg;
-        char url[URL_MAX];
 
         if (cfg->target == TARGET_AGENTHUB)
-                snprintf(url, sizeof(url), "%s/api/v1/namespaces/%s", cfg->url, cfg->ns);
+                snprintf(w->url, sizeof(w->url), "%s/api/v1/namespaces/%s", cfg->url, cfg->ns);
         else
-                snprintf(url, sizeof(url), "%s/version", cfg->url);
-        if (http_do(w, "GET", url, NULL, w->hdr_plain) < 0 &&
-            atomic_fetch_add(&error_reports, 1) < MAX_ERROR_REPORTS)
-                fprintf(stderr, "loadgen: warm-up: %s: %s\n", url, w->errbuf);
+                snprintf(w->url, sizeof(w->url), "%s/version", cfg->url);
+        req_set(w, "GET", w->hdr_plain, false);
 }
+
+static void warm_up_done(struct worker *w, long status)
+{
+        if (status < 0 && atomic_fetch_add(&error_reports, 1) < MAX_ERROR_REPORTS)
+                fprintf(stderr, "loadgen: warm-up: %s: %s\n", w->url, w->errbuf);
+}
+
+/* ---- engine "threads": one blocking thread per client ---- */
+
+static pthread_barrier_t start_barrier;
 
 static void *worker_main(void *arg)
 {
         struct worker *w = arg;
         const struct config *cfg = w->cfg;
-        double start, limit;
+        long seq, idx, status;
+        double start;
 
-        warm_up(w);
+        warm_up_start(w);
+        warm_up_done(w, http_perform(w));
         pthread_barrier_wait(&start_barrier);
         start = now_s();
-        limit = cfg->duration > 0 && cfg->duration < cfg->max_seconds ? cfg->duration : cfg->max_seconds;
-        while (!atomic_load(&stop_all)) {
-                long seq = atomic_fetch_add(&next_index, 1);
-                long idx;
-                double t0, t1;
+        while (op_claim(cfg, start, &seq, &idx)) {
+                double t0 = now_s();
 
-                if (seq >= cfg->n)
-                        break;
-                t0 = now_s();
-                if (t0 - start >= limit) {
-                        atomic_store(&stop_all, true);
-                        break;
-                }
-                idx = cfg->base + (cfg->op == OP_CREATE ? seq : seq % cfg->keys);
-                if (cfg->target == TARGET_AGENTHUB)
-                        kube_op(w, idx, seq);
-                else
-                        etcd_op(w, idx, seq);
-                t1 = now_s();
-                record_latency(w, (t1 - t0) * 1e3);
+                op_start(w, idx, seq);
+                do
+                        status = http_perform(w);
+                while (op_next(w, status));
+                record_latency(w, (now_s() - t0) * 1e3);
                 w->ops++;
         }
         return NULL;
 }
+
+/* Runs the clients ws[0..conc) on threads; returns the wall time of the
+ * measured part (after every client's warm-up). */
+static double run_threads(const struct config *cfg, struct worker *ws)
+{
+        double t0;
+        int rc;
+
+        rc = pthread_barrier_init(&start_barrier, NULL, (unsigned)cfg->conc + 1);
+        if (rc)
+                die("pthread_barrier_init: %s", strerror(rc));
+        for (long i = 0; i < cfg->conc; i++) {
+                rc = pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]);
+                if (rc)
+                        die("pthread_create: %s", strerror(rc));
+        }
+        pthread_barrier_wait(&start_barrier);
+        t0 = now_s();
+        for (long i = 0; i < cfg->conc; i++)
+                pthread_join(ws[i].thread, NULL);
+        pthread_barrier_destroy(&start_barrier);
+        return now_s() - t0;
+}
+
+/* ---- engine "multi": every client in one thread, libcurl multi + epoll ---- */
+
+struct event_loop {
+        CURLM *multi;
+        int epfd;
+        double timer_at;        /* when curl wants its timeout action; < 0: never */
+        long active;            /* clients with a transfer in the multi handle */
+};
+
+/* CURLMOPT_SOCKETFUNCTION: mirrors the sockets curl wants watched in epoll. */
+static int loop_socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+        struct event_loop *lp = userp;
+        struct epoll_event ev = { 0 };
+
+        (void)easy;
+        (void)socketp;
+        if (what == CURL_POLL_REMOVE) {
+                /* curl may have closed s already, which removed it from
+                 * the epoll set by itself; that failure is harmless. */
+                epoll_ctl(lp->epfd, EPOLL_CTL_DEL, s, NULL);
+                return 0;
+        }
+        ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) | (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
+        ev.data.fd = s;
+        if (epoll_ctl(lp->epfd, EPOLL_CTL_MOD, s, &ev) == 0)
+                return 0;
+        if (errno == ENOENT && epoll_ctl(lp->epfd, EPOLL_CTL_ADD, s, &ev) == 0)
+                return 0;
+        die("epoll_ctl on socket %d: %s", (int)s, strerror(errno));
+        return -1;
+}
+
+/* CURLMOPT_TIMERFUNCTION: remembers when curl wants to run its timers. */
+static int loop_timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+        struct event_loop *lp = userp;
+
+        (void)multi;
+        lp->timer_at = timeout_ms < 0 ? -1 : now_s() + (double)timeout_ms / 1e3;
+        return 0;
+}
+
+static void loop_action(struct event_loop *lp, curl_socket_t s, int flags)
+{
+        int running;
+        CURLMcode mc = curl_multi_socket_action(lp->multi, s, flags, &running);
+
+        if (mc != CURLM_OK)
+                die("curl_multi_socket_action: %s", curl_multi_strerror(mc));
+}
+
+/* Starts w's prepared request: the transfer runs in the multi handle. */
+static void loop_add(struct event_loop *lp, struct worker *w)
+{
+        CURLMcode mc;
+
+        http_prepare(w);
+        mc = curl_multi_add_handle(lp->multi, w->curl);
+        if (mc != CURLM_OK)
+                die("curl_multi_add_handle: %s", curl_multi_strerror(mc));
+        lp->active++;
+}
+
+/* Waits for socket events or curl's timer and lets curl act on them. */
+static void loop_wait(struct event_loop *lp)
+{
+        struct epoll_event evs[256];
+        int timeout_ms = 1000, n;
+
+        if (lp->timer_at >= 0) {
+                double left = (lp->timer_at - now_s()) * 1e3;
+
+                timeout_ms = left <= 0 ? 0 : left >= 1000 ? 1000 : (int)ceil(left);
+        }
+        n = epoll_wait(lp->epfd, evs, (int)(sizeof(evs) / sizeof(evs[0])), timeout_ms);
+        if (n < 0) {
+                if (errno == EINTR)
+                        return;
+                die("epoll_wait: %s", strerror(errno));
+        }
+        for (int i = 0; i < n; i++) {
+                int flags = 0;
+
+                if (evs[i].events & (EPOLLIN | EPOLLHUP))
+                        flags |= CURL_CSELECT_IN;
+                if (evs[i].events & EPOLLOUT)
+                        flags |= CURL_CSELECT_OUT;
+                if (evs[i].events & EPOLLERR)
+                        flags |= CURL_CSELECT_ERR;
+                loop_action(lp, evs[i].data.fd, flags);
+        }
+        if (lp->timer_at >= 0 && now_s() >= lp->timer_at) {
+                lp->timer_at = -1;
+                loop_action(lp, CURL_SOCKET_TIMEOUT, 0);
+        }
+}
+
+/* Returns the next client whose transfer finished (removed from the multi
+ * handle, its status as http_finish in *ret_status), or NULL for none. */
+static struct worker *loop_done(struct event_loop *lp, long *ret_status)
+{
+        CURLMsg *msg;
+        int left;
+
+        while ((msg = curl_multi_info_read(lp->multi, &left)) != NULL) {
+                struct worker *w = NULL;
+                CURLcode rc = msg->data.result;
+
+                if (msg->msg != CURLMSG_DONE)
+                        continue;
+                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&w);
+                curl_multi_remove_handle(lp->multi, msg->easy_handle);
+                lp->active--;
+                *ret_status = http_finish(w, rc);
+                return w;
+        }
+        return NULL;
+}
+
+/* Gives client w its next operation, if the run is not over; an op's
+ * latency starts when its first request enters the multi handle. */
+static void loop_next_op(struct event_loop *lp, struct worker *w, double start)
+{
+        long seq, idx;
+
+        if (!op_claim(w->cfg, start, &seq, &idx))
+                return;
+        op_start(w, idx, seq);
+        w->op_t0 = now_s();
+        loop_add(lp, w);
+}
+
+static void loop_setopt(CURLM *multi, CURLMoption opt, long v)
+{
+        CURLMcode mc = curl_multi_setopt(multi, opt, v);
+
+        if (mc != CURLM_OK)
+                die("curl_multi_setopt %d: %s", (int)opt, curl_multi_strerror(mc));
+}
+
+/* Runs the clients ws[0..conc) as transfers of one multi handle on this
+ * thread; returns the wall time of the measured part, as run_threads. */
+static double run_multi(const struct config *cfg, struct worker *ws)
+{
+        struct event_loop lp = { .timer_at = -1 };
+        struct worker *w;
+        long status;
+        double start, elapsed;
+
+        lp.multi = curl_multi_init();
+        if (!lp.multi)
+                die("curl_multi_init failed");
+        lp.epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (lp.epfd < 0)
+                die("epoll_create1: %s", strerror(errno));
+        curl_multi_setopt(lp.multi, CURLMOPT_SOCKETFUNCTION, loop_socket_cb);
+        curl_multi_setopt(lp.multi, CURLMOPT_SOCKETDATA, &lp);
+        curl_multi_setopt(lp.multi, CURLMOPT_TIMERFUNCTION, loop_timer_cb);
+        curl_multi_setopt(lp.multi, CURLMOPT_TIMERDATA, &lp);
+        /* One request at a time per HTTP/1.1 connection and exactly --conc
+         * connections, as the threads engine has: the multi handle pools
+         * them, and a client whose transfer ends hands its connection back
+         * before its next request takes an idle one, so after the warm-up
+         * no connection is opened unless the server closes one (conns). */
+        loop_setopt(lp.multi, CURLMOPT_PIPELINING, CURLPIPE_NOTHING);
+        loop_setopt(lp.multi, CURLMOPT_MAX_HOST_CONNECTIONS, cfg->conc);
+        loop_setopt(lp.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, cfg->conc);
+        loop_setopt(lp.multi, CURLMOPT_MAXCONNECTS, cfg->conc);
+
+        for (long i = 0; i < cfg->conc; i++) {
+                warm_up_start(&ws[i]);
+                loop_add(&lp, &ws[i]);
+        }
+        while (lp.active > 0) {
+                loop_wait(&lp);
+                while ((w = loop_done(&lp, &status)) != NULL)
+                        warm_up_done(w, status);
+        }
+
+        start = now_s();
+        for (long i = 0; i < cfg->conc; i++)
+                loop_next_op(&lp, &ws[i], start);
+        while (lp.active > 0) {
+                loop_wait(&lp);
+                while ((w = loop_done(&lp, &status)) != NULL) {
+                        if (op_next(w, status)) {
+                                loop_add(&lp, w);
+                                continue;
+                        }
+                        record_latency(w, (now_s() - w->op_t0) * 1e3);
+                        w->ops++;
+                        loop_next_op(&lp, w, start);
+                }
+        }
+        elapsed = now_s() - start;
+
+        curl_multi_cleanup(lp.multi);
+        close(lp.epfd);
+        return elapsed;
+}
+
+/* ---- the run ---- */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -780,21 +1154,22 @@ static double percentile(const double *sorted, size_t n, double p)
 
 static void ensure_namespace(const struct config *cfg)
 {
-        struct worker w;
-        char url[URL_MAX], body[256];
+        struct worker *w = xmalloc(sizeof(*w));
         long status;
 
-        worker_init(&w, cfg);
-        snprintf(url, sizeof(url), "%s/api/v1/namespaces", cfg->url);
-        snprintf(body, sizeof(body),
+        worker_init(w, cfg);
+        snprintf(w->url, sizeof(w->url), "%s/api/v1/namespaces", cfg->url);
+        snprintf(w->body, sizeof(w->body),
                  "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", cfg->ns);
-        status = http_do(&w, "POST", url, body, w.hdr_json);
+        req_set(w, "POST", w->hdr_json, true);
+        status = http_perform(w);
         if (status != 201 && status != 409) {
                 if (status < 0)
-                        die("creating namespace %s: %s", cfg->ns, w.errbuf);
-                die("creating namespace %s: HTTP %ld: %.300s", cfg->ns, status, w.resp.data);
+                        die("creating namespace %s: %s", cfg->ns, w->errbuf);
+                die("creating namespace %s: HTTP %ld: %.300s", cfg->ns, status, w->resp.data);
         }
-        worker_release(&w);
+        worker_release(w);
+        free(w);
 }
 
 static long parse_long(const char *opt, const char *s, long min)
@@ -846,8 +1221,11 @@ static void usage(FILE *f)
               "               [--token T | --token-file FILE] [--cacert FILE]\n"
               "               [--namespace NS] [--base I] [--keys K] [--expect-items N]\n"
               "               [--timeout SECONDS] [--max-seconds SECONDS] [--max-body-mb MB]\n"
+              "               [--engine threads|multi]\n"
               "Runs --n operations (default 20000; for list, 10) at concurrency --conc\n"
-              "on objects a-<base>..a-<base+keys-1> and prints ops/s and p50/p99 latency.\n",
+              "on objects a-<base>..a-<base+keys-1> and prints ops/s and p50/p99 latency.\n"
+              "--engine threads (default) runs each client on a thread of its own,\n"
+              "--engine multi runs them all on one thread (libcurl multi, epoll).\n",
               f);
 }
 
@@ -870,6 +1248,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
                 { "timeout", required_argument, NULL, 'w' },
                 { "max-seconds", required_argument, NULL, 'm' },
                 { "max-body-mb", required_argument, NULL, 'M' },
+                { "engine", required_argument, NULL, 'E' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -880,6 +1259,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
         *cfg = (struct config){
                 .ns = "bench", .conc = 1, .keys = 0, .expect_items = -1,
                 .max_body = 256u << 20, .req_timeout_ms = 30000, .max_seconds = 900,
+                .engine = ENGINE_THREADS,
         };
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
@@ -953,6 +1333,14 @@ static void parse_args(int argc, char **argv, struct config *cfg)
                 case 'M':
                         cfg->max_body = (size_t)parse_long("max-body-mb", optarg, 1) << 20;
                         break;
+                case 'E':
+                        if (strcmp(optarg, "threads") == 0)
+                                cfg->engine = ENGINE_THREADS;
+                        else if (strcmp(optarg, "multi") == 0)
+                                cfg->engine = ENGINE_MULTI;
+                        else
+                                die("--engine: want threads or multi");
+                        break;
                 case 'h':
                         usage(stdout);
                         exit(0);
@@ -989,8 +1377,7 @@ int main(int argc, char **argv)
         size_t total = 0;
         long ops = 0, errors = 0, list_calls = 0, list_items = 0, connects = 0;
         uint64_t list_bytes = 0;
-        double *all, t0, elapsed;
-        int rc;
+        double *all, elapsed;
 
         parse_args(argc, argv, &cfg);
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -1001,20 +1388,12 @@ int main(int argc, char **argv)
         workers = calloc((size_t)cfg.conc, sizeof(*workers));
         if (!workers)
                 die("out of memory");
-        rc = pthread_barrier_init(&start_barrier, NULL, (unsigned)cfg.conc + 1);
-        if (rc)
-                die("pthread_barrier_init: %s", strerror(rc));
-        for (long i = 0; i < cfg.conc; i++) {
-                worker_init(&workers[i], &cfg);
-                rc = pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
-                if (rc)
-                        die("pthread_create: %s", strerror(rc));
-        }
-        pthread_barrier_wait(&start_barrier);
-        t0 = now_s();
         for (long i = 0; i < cfg.conc; i++)
-                pthread_join(workers[i].thread, NULL);
-        elapsed = now_s() - t0;
+                worker_init(&workers[i], &cfg);
+        if (cfg.engine == ENGINE_MULTI)
+                elapsed = run_multi(&cfg, workers);
+        else
+                elapsed = run_threads(&cfg, workers);
 
         for (long i = 0; i < cfg.conc; i++) {
                 ops += workers[i].ops;
@@ -1046,7 +1425,7 @@ int main(int argc, char **argv)
                        (unsigned long long)(list_bytes / (uint64_t)ops), (double)list_calls / (double)ops);
         if (errors || (ops < cfg.n && cfg.duration <= 0))
                 printf(" FAILED");
-        printf("\n");
+        printf(" engine=%s\n", engine_names[cfg.engine]);
         fflush(stdout);
 
         if (errors)
@@ -1060,7 +1439,6 @@ int main(int argc, char **argv)
         free(all);
         free(workers);
         free(cfg.token);
-        pthread_barrier_destroy(&start_barrier);
         curl_global_cleanup();
         return errors || (ops < cfg.n && cfg.duration <= 0) ? 1 : 0;
 }

@@ -292,7 +292,10 @@ static int serve(int argc, char **argv)
 
 		r = store_open(db, &so, &st);
 		if (r < 0) {
-			log_error("cannot open the store %s: %s", db, strerror(-r));
+			if (r == -EBUSY)
+				log_error("cannot open the store %s: another agenthub process is using it", db);
+			else
+				log_error("cannot open the store %s: %s", db, strerror(-r));
 			goto out_creds;
 		}
 		r = kube_registry_new(&reg, &err);

@@ -1826,6 +1826,12 @@ void hub_check_disconnected(struct hub *h)
  * spec and show the conditions it implies (SpecSynced, approval), and
  * adopt the host so that the disconnection timeout runs for it even if it
  * never polls again. */
+bool hub_agent_reconcilable(const json_t *agent)
+{
+	return !jstr(json_object_get(agent, "metadata"), "deletionTimestamp") &&
+	       jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state");
+}
+
 int hub_reconcile_agent(struct hub *h, const char *ns, const char *name)
 {
 	json_t *agent = NULL, *host;
@@ -1833,8 +1839,7 @@ int hub_reconcile_agent(struct hub *h, const char *ns, const char *name)
 
 	if (kube_get(h->api, h->k_agent, ns, name, &agent, &err) < 0)
 		return 0;
-	if (jstr(json_object_get(agent, "metadata"), "deletionTimestamp") ||
-	    !jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state")) {
+	if (!hub_agent_reconcilable(agent)) {
 		json_decref(agent);
 		return 0;
 	}

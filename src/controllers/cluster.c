@@ -186,6 +186,11 @@ static int requeue_cd_visit(const store_obj *so, void *userdata)
 
 void hub_cluster_note(struct hub *h, const store_obj *so)
 {
+	hub_cluster_note_obj(h, so, NULL);
+}
+
+void hub_cluster_note_obj(struct hub *h, const store_obj *so, const json_t *parsed)
+{
 	json_t *obj;
 	char akey[600], cdkey[600], oldkey[600] = "";
 
@@ -195,7 +200,7 @@ void hub_cluster_note(struct hub *h, const store_obj *so)
 		snprintf(akey, sizeof(akey), "%s/%s", so->ns, so->name);
 		cdkey[0] = '\0';
 		if (so->type != STORE_DELETED) {
-			obj = json_loadb(so->json, so->len, 0, NULL);
+			obj = parsed ? json_incref((json_t *)parsed) : json_loadb(so->json, so->len, 0, NULL);
 			hub_agent_cd_key(obj, cdkey, sizeof(cdkey));
 			json_decref(obj);
 		}

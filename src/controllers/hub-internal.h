@@ -115,6 +115,9 @@ void hub_enqueue(struct hub *h, const char *kind, const char *ns, const char *na
 void hub_enqueue_after(struct hub *h, const char *kind, const char *ns, const char *name, int64_t delay_ms);
 int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name);
 int hub_reconcile_agent(struct hub *h, const char *ns, const char *name);
+/* Would hub_reconcile_agent() act on this Agent at all (a host that has
+ * registered and is not being deleted)? */
+bool hub_agent_reconcilable(const json_t *agent);
 /* The Agent is gone: drop what this process kept about its host. */
 void hub_forget_host(struct hub *h, const char *ns, const char *name);
 /* Ignition token Secrets (agentapi.c; kubeapi.md §4.4 watches a Secret →
@@ -144,6 +147,8 @@ int hub_reconcile_aci(struct hub *h, const char *ns, const char *name);
 /* A store event (or a resync visit) of an Agent, ACI, CD or ClusterImageSet:
  * update the Agent map and queue the ClusterDeployments it concerns. */
 void hub_cluster_note(struct hub *h, const store_obj *so);
+/* The same with the object already parsed from so->json (NULL: parse it). */
+void hub_cluster_note_obj(struct hub *h, const store_obj *so, const json_t *obj);
 /* Queue the ClusterDeployments whose timed transitions are due (1 s sweep). */
 void hub_cluster_tick(struct hub *h);
 /* The cluster model (assisted/cluster.h) of the ClusterDeployment cdns/cdname

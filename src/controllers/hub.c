@@ -472,15 +472,23 @@ struct ev_ctx {
 static int event_visit(const store_obj *so, void *userdata)
 {
 	struct ev_ctx *ec = userdata;
+	bool agent = strcmp(so->resource, ec->h->k_agent->store_key) == 0;
+	json_t *obj = NULL;
 
-	hub_cluster_note(ec->h, so); /* CD, ACI, ClusterImageSet, Agent → their clusters */
-	if (strcmp(so->resource, ec->h->k_infraenv->store_key) == 0)
+	/* An Agent's text is parsed once here, for both uses below. */
+	if (agent && so->type != STORE_DELETED)
+		obj = json_loadb(so->json, so->len, 0, NULL);
+	hub_cluster_note_obj(ec->h, so, obj); /* CD, ACI, ClusterImageSet, Agent → their clusters */
+	if (strcmp(so->resource, ec->h->k_infraenv->store_key) == 0) {
 		hub_enqueue(ec->h, "infraenv", so->ns, so->name);
-	else if (strcmp(so->resource, ec->h->k_agent->store_key) == 0 && so->type != STORE_DELETED)
+	} else if (agent && so->type != STORE_DELETED) {
 		/* Our own status writes come back here too; reconciling them
-		 * finds nothing to write. */
-		hub_enqueue(ec->h, "agent", so->ns, so->name);
-	else if (strcmp(so->resource, ec->h->k_agent->store_key) == 0) {
+		 * finds nothing to write.  An Agent without a registered host
+		 * (or one being deleted) has nothing to reconcile: skipping it
+		 * here saves a read per write of such Agents. */
+		if (!obj || hub_agent_reconcilable(obj))
+			hub_enqueue(ec->h, "agent", so->ns, so->name);
+	} else if (agent) {
 		hub_forget_host(ec->h, so->ns, so->name);
 		hub_token_ref_note(ec->h, so->ns, so->name, NULL);
 	} else if (strcmp(so->resource, "secrets") == 0) {
@@ -524,6 +532,8 @@ static void *controller_main(void *arg)
 {
 	struct hub *h = arg;
 	int64_t last_sweep = 0;
+
+	pthread_setname_np(pthread_self(), "ah-controllers");
 
 	resync_all(h, NULL);
 	h->last_rev = store_current_rev(h->store);

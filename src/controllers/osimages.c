@@ -240,6 +240,7 @@ static void *fetch_main(void *arg)
 {
 	struct hub *h = arg;
 
+	pthread_setname_np(pthread_self(), "ah-os-images");
 	pthread_mutex_lock(&h->os_lock);
 	while (!h->os_stop) {
 		int64_t now = util_mono_ms(), next = INT64_MAX;

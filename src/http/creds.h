@@ -30,6 +30,10 @@ struct creds {
 	char *cert_pem;    /* serving certificate (signed by the CA), PEM */
 	char *key_pem;     /* serving private key, PEM (never log it) */
 	char *admin_token; /* bearer token for the admin user (never log it) */
+	/* SHA-256 of admin_token, set by creds_load() (a struct filled in by
+	 * hand leaves it unset and creds_token_ok() hashes admin_token). */
+	unsigned char token_digest[32];
+	bool token_digest_set;
 };
 
 /* Load the credentials from DIR, creating whatever is missing:

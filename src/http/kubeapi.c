@@ -615,14 +615,20 @@ static void add_warnings(struct http_req *req, json_t *warnings, struct MHD_Resp
 }
 
 /* Reply with an object, as JSON or as a one-row Table. */
+/* text (taken, may be NULL): obj's JSON text when the caller has it, sent
+ * as is unless a Table was asked for. */
 static enum MHD_Result reply_object(struct http_req *req, const struct kube_kind *k, unsigned status,
-				    const json_t *obj, json_t *warnings)
+				    const json_t *obj, json_t *warnings, char *text, size_t text_len)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result r;
+	size_t len;
 	char *s;
 
-	if (k && wants_table(req)) {
+	if (text && !(k && wants_table(req))) {
+		s = text;
+		len = text_len;
+	} else if (k && wants_table(req)) {
 		json_t *rows = json_array(), *tbl;
 
 		json_array_append_new(rows, table_row(k->columns, obj, table_include_param(req), time(NULL)));
@@ -633,12 +639,16 @@ static enum MHD_Result reply_object(struct http_req *req, const struct kube_kind
 				"columnDefinitions", table_column_definitions(k->columns), "rows", rows);
 		s = json_dumps(tbl, JSON_COMPACT);
 		json_decref(tbl);
+		len = s ? strlen(s) : 0;
 	} else {
 		s = json_dumps(obj, JSON_COMPACT);
+		len = s ? strlen(s) : 0;
 	}
+	if (s != text)
+		free(text);
 	if (!s)
 		return MHD_NO;
-	resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+	resp = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
 		free(s);
 		return MHD_NO;
@@ -1268,10 +1278,12 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 			r = parse_body(req, &body, &err);
 			if (r < 0)
 				goto fail;
+			o.want_text = true;
 			r = kube_create(ka->api, t->k, t->ns, body, &o, &ret, &err);
 			if (r < 0)
 				goto fail;
-			res = reply_object(req, t->k, 201, ret, warnings);
+			res = reply_object(req, t->k, 201, ret, warnings, o.text, o.text_len);
+			o.text = NULL;
 			goto done;
 		}
 		if (strcmp(m, "DELETE") == 0) {
@@ -1285,20 +1297,32 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 		goto fail;
 	}
 	if (strcmp(m, "GET") == 0) {
+		if (!wants_table(req)) {
+			char *text = NULL;
+			size_t len = 0;
+
+			r = kube_get_text(ka->api, t->k, t->ns, t->name, &text, &len, &err);
+			if (r < 0)
+				goto fail;
+			res = reply_object(req, t->k, 200, NULL, NULL, text, len);
+			goto done;
+		}
 		r = kube_get(ka->api, t->k, t->ns, t->name, &ret, &err);
 		if (r < 0)
 			goto fail;
-		res = reply_object(req, t->k, 200, ret, NULL);
+		res = reply_object(req, t->k, 200, ret, NULL, NULL, 0);
 		goto done;
 	}
 	if (strcmp(m, "PUT") == 0) {
 		r = parse_body(req, &body, &err);
 		if (r < 0)
 			goto fail;
+		o.want_text = true;
 		r = kube_update(ka->api, t->k, t->ns, t->name, body, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
-		res = reply_object(req, t->k, 200, ret, warnings);
+		res = reply_object(req, t->k, 200, ret, warnings, o.text, o.text_len);
+		o.text = NULL;
 		goto done;
 	}
 	if (strcmp(m, "PATCH") == 0) {
@@ -1313,10 +1337,12 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 		r = parse_body(req, &body, &err);
 		if (r < 0)
 			goto fail;
+		o.want_text = true;
 		r = kube_patch(ka->api, t->k, t->ns, t->name, ct, body, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
-		res = reply_object(req, t->k, 200, ret, warnings);
+		res = reply_object(req, t->k, 200, ret, warnings, o.text, o.text_len);
+		o.text = NULL;
 		goto done;
 	}
 	if (strcmp(m, "DELETE") == 0) {
@@ -1337,7 +1363,7 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 		r = kube_delete(ka->api, t->k, t->ns, t->name, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
-		res = reply_object(req, NULL, 200, ret, NULL);
+		res = reply_object(req, NULL, 200, ret, NULL, NULL, 0);
 		goto done;
 	}
 	r = ah_err_set(&err, EINVAL, 405, "MethodNotAllowed",
@@ -1350,6 +1376,7 @@ fail:
 		res = reply_kerr(req, t, &err, t->name[0] ? t->name : bname, causes);
 	}
 done:
+	free(o.text);
 	json_decref(body);
 	json_decref(ret);
 	json_decref(causes);

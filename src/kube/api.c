@@ -247,6 +247,28 @@ static char *render_obj(int64_t rev, size_t *ret_len, void *userdata)
 	return s;
 }
 
+/* The text render_obj() stored for `rev`, for the caller's reply. */
+static void render_keep(struct render_ctx *rc, int64_t rev, struct kube_opts *o)
+{
+	char rv[32];
+	size_t n, tail;
+	char *s;
+
+	if (!o || !o->want_text || !rc->pre)
+		return;
+	n = (size_t)snprintf(rv, sizeof(rv), "%lld", (long long)rev);
+	tail = rc->pre_len - rc->rv_off - RV_PLACEHOLDER_LEN;
+	s = malloc(rc->rv_off + n + tail + 1);
+	if (!s)
+		return;
+	memcpy(s, rc->pre, rc->rv_off);
+	memcpy(s + rc->rv_off, rv, n);
+	memcpy(s + rc->rv_off + n, rc->pre + rc->rv_off + RV_PLACEHOLDER_LEN, tail + 1);
+	free(o->text);
+	o->text = s;
+	o->text_len = rc->rv_off + n + tail;
+}
+
 static int load_obj(const store_obj *so, json_t **ret, ah_err *err)
 {
 	json_error_t jerr;
@@ -272,6 +294,23 @@ int kube_get(struct kube_api *api, const struct kube_kind *k, const char *ns, co
 	r = load_obj(so, ret, err);
 	store_obj_free(so);
 	return r;
+}
+
+int kube_get_text(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
+		  char **ret_text, size_t *ret_len, ah_err *err)
+{
+	store_obj *so = NULL;
+	int r = store_get(api->store, k->store_key, k->namespaced ? ns : "", name, &so);
+
+	if (r == -ENOENT)
+		return kube_err_not_found(err, k, name);
+	if (r < 0)
+		return err_store(err, r);
+	*ret_text = so->json;
+	*ret_len = so->len;
+	so->json = NULL;
+	store_obj_free(so);
+	return 0;
 }
 
 /* Is the name a lowercase RFC 1123 subdomain (or label when label_only)? */
@@ -418,19 +457,27 @@ static void secret_fold_string_data(json_t *obj)
 }
 
 /* Everything but metadata and status: a change here bumps generation. */
+static bool spec_member(const char *key)
+{
+	return strcmp(key, "metadata") != 0 && strcmp(key, "status") != 0;
+}
+
 static bool spec_equal(const json_t *a, const json_t *b)
 {
-	json_t *ca = json_deep_copy(a), *cb = json_deep_copy(b);
-	bool eq;
+	const char *key;
+	json_t *v;
+	size_t na = 0, nb = 0;
 
-	json_object_del(ca, "metadata");
-	json_object_del(ca, "status");
-	json_object_del(cb, "metadata");
-	json_object_del(cb, "status");
-	eq = json_equal(ca, cb);
-	json_decref(ca);
-	json_decref(cb);
-	return eq;
+	json_object_foreach((json_t *)a, key, v) {
+		if (!spec_member(key))
+			continue;
+		na++;
+		if (!json_equal(v, json_object_get(b, key)))
+			return false;
+	}
+	json_object_foreach((json_t *)b, key, v)
+		nb += spec_member(key);
+	return na == nb;
 }
 
 static size_t ns_bucket(const char *ns)
@@ -561,6 +608,7 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 	char uid[40], now[32], gen_name[300];
 	struct render_ctx rc;
 	bool terminating;
+	int64_t rev = 0;
 	int r, attempts;
 
 	r = check_type_meta(k, body, err);
@@ -663,7 +711,9 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 		}
 		rc = (struct render_ctx){ .obj = obj };
 		render_prepare(&rc);
-		r = store_create(api->store, k->store_key, ns, mstr(obj, "name"), render_obj, &rc, NULL);
+		r = store_create(api->store, k->store_key, ns, mstr(obj, "name"), render_obj, &rc, &rev);
+		if (r == 0)
+			render_keep(&rc, rev, o);
 		render_release(&rc);
 		if (r == -EEXIST && (!name || !*name) && attempts < 8)
 			continue;
@@ -785,6 +835,7 @@ static int do_update(struct kube_api *api, const struct kube_kind *k, const char
 {
 	json_t *obj = NULL, *causes = o && o->causes ? json_incref(o->causes) : json_array();
 	struct render_ctx rc;
+	int64_t new_rev = 0;
 	int r;
 
 	if (body_rv && *body_rv && strtoll(body_rv, NULL, 10) != old_rev) {
@@ -841,7 +892,9 @@ static int do_update(struct kube_api *api, const struct kube_kind *k, const char
 	}
 	rc = (struct render_ctx){ .obj = obj };
 	render_prepare(&rc);
-	r = store_update(api->store, k->store_key, ns, name, old_rev, render_obj, &rc, NULL);
+	r = store_update(api->store, k->store_key, ns, name, old_rev, render_obj, &rc, &new_rev);
+	if (r == 0)
+		render_keep(&rc, new_rev, o);
 	render_release(&rc);
 	if (r == -ESTALE) {
 		r = err_conflict(err, k, name);
@@ -1284,6 +1337,7 @@ static void *gc_main(void *arg)
 {
 	struct kube_api *api = arg;
 
+	pthread_setname_np(pthread_self(), "ah-gc");
 	pthread_mutex_lock(&api->gc_lock);
 	while (!api->gc_stop) {
 		struct gc_item *it = api->gc_head;

@@ -34,6 +34,13 @@ struct kube_opts {
 	const char *propagation;                /* delete: Background (default), Orphan, Foreground */
 	const char *precondition_uid;           /* delete preconditions */
 	const char *precondition_rv;
+	/* create/update/patch: with want_text, a write that stored the object
+	 * also leaves its stored JSON text here (the caller frees it), so a
+	 * reply need not serialise the object again; NULL when nothing was
+	 * written (dry run, no-op update) or the text was not at hand. */
+	bool want_text;
+	char *text;
+	size_t text_len;
 };
 
 /* An admission rule for one kind.  old is NULL on create; obj is the object
@@ -55,6 +62,10 @@ const struct kube_registry *kube_api_registry(struct kube_api *api);
 
 int kube_get(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
 	     json_t **ret, ah_err *err);
+/* The stored JSON text of one object, as kube_get() would return it (the
+ * caller frees *ret_text). */
+int kube_get_text(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
+		  char **ret_text, size_t *ret_len, ah_err *err);
 int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns, json_t *body,
 		struct kube_opts *o, json_t **ret, ah_err *err);
 int kube_update(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,

@@ -19,7 +19,24 @@
  *
  * Event-log compaction piggybacks on write batches: once the log has grown a
  * slack beyond event_log_keep, the next batch also deletes the oldest events
- * (a bounded chunk of them) and advances the compacted revision. */
+ * (a bounded chunk of them) and advances the compacted revision.
+ *
+ * Point reads go through an object cache first: (resource, ns, name) ->
+ * (rev, text), split into CACHE_STRIPES stripes, each a small hash table with
+ * its own mutex, per-stripe LRU list and a byte budget (1/CACHE_STRIPES of
+ * cache_bytes).  It must answer exactly what a SQLite read would answer at
+ * the same moment, and it does so with one rule on each side.  The writer
+ * marks the key's slot (each stripe has CACHE_SLOTS generation slots)
+ * pending just before COMMIT, and right after COMMIT stores the text it
+ * rendered (or drops the key on a delete, or on a failed batch whose COMMIT
+ * may or may not have landed), clears the mark and bumps the slot's
+ * generation: all before stamps, publish() and any acknowledgement.  While a
+ * slot is pending the cache answers nothing from it, so a reader never sees
+ * the cache lag behind a committed row.  A reader that misses records the
+ * slot's generation, reads SQLite, and inserts what it read only if the
+ * generation is unchanged and the slot not pending: then no COMMIT touched
+ * the slot since before its read began, so what it read is still current.
+ * An entry is never replaced by an older revision. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -33,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +71,11 @@
 #define BUSY_TIMEOUT_MS 10000
 /* Resources hash into this many store_resource_stamp() counters. */
 #define STAMP_SLOTS 64
+/* Object cache: lock stripes, and generation slots in each stripe (a write
+ * refuses concurrent cache fills of 1/(stripes * slots) of the keys). */
+#define CACHE_STRIPES 64
+#define CACHE_SLOTS 64
+#define CACHE_BUCKETS_MIN 16
 
 enum wreq_kind { WREQ_WRITE, WREQ_COMPACT };
 
@@ -76,6 +99,9 @@ struct wreq {
 	size_t keep;                    /* WREQ_COMPACT */
 	int result;
 	int64_t rev;    /* write: its revision; compact: the new compacted rev */
+	char *text;     /* write: the rendered text, kept for the cache */
+	size_t len;
+	bool cache_pending;     /* its cache slot is marked pending */
 	_Atomic uint32_t batch; /* the batch that takes it (qmu; the writer relabels) */
 	_Atomic uint32_t done;  /* set by the writer; the last touch of the request */
 };
@@ -92,10 +118,42 @@ struct reader {
 	sqlite3_stmt *events[EV_VARIANTS];
 };
 
+/* One cached object.  The key is "resource\0ns\0name\0". */
+struct centry {
+	struct centry *hnext;           /* hash chain */
+	struct centry *newer, *older;   /* the stripe's LRU list */
+	uint64_t hash;
+	int64_t rev;
+	char *json;                     /* owned, NUL at [len] */
+	size_t len;
+	size_t cost;                    /* bytes charged against the budget */
+	size_t klen;
+	char key[];
+};
+
+/* Everything in a stripe is guarded by its mu.  gen[i] is bumped by every
+ * change of pending[i], which counts writes to slot i being committed. */
+struct cstripe {
+	_Alignas(64) pthread_mutex_t mu;
+	struct centry **tab;
+	size_t tabsize, count, bytes;
+	struct centry *newest, *oldest;
+	uint64_t hits, misses;
+	uint64_t gen[CACHE_SLOTS];
+	uint32_t pending[CACHE_SLOTS];
+};
+
 struct sq {
 	struct store base;
 	char *path;
+	int lock_fd;            /* flock()ed PATH-lock: one process per database */
 	struct store_options opts;
+
+	/* The object cache (NULL when turned off); budget is per stripe. */
+	struct cstripe *cache;
+	size_t cache_budget;
+	store__get_hook_fn get_hook;
+	void *get_hook_ud;
 
 	/* Used only by the writer thread once open returned. */
 	sqlite3 *wdb;
@@ -195,6 +253,401 @@ static void bind_key(sqlite3_stmt *st, int first, const char *resource, const ch
 	sqlite3_bind_text(st, first + 2, name, -1, SQLITE_STATIC);
 }
 
+/* ---- object cache ----------------------------------------------------- */
+
+/* A key in its cached form with its hash: FNV-1a, then splitmix64's
+ * finalizer, so that stripe, slot and bucket can each take their own bits.
+ * Key parts are at most STORE_MAX_KEY bytes (store.c checks). */
+struct ckey {
+	uint64_t hash;
+	size_t len;
+	char buf[3 * (STORE_MAX_KEY + 1)];
+};
+
+static void ckey_init(struct ckey *k, const char *resource, const char *ns, const char *name)
+{
+	size_t a = strlen(resource) + 1, b = strlen(ns) + 1, c = strlen(name) + 1, i;
+	uint64_t h = 14695981039346656037ull;
+
+	memcpy(k->buf, resource, a);
+	memcpy(k->buf + a, ns, b);
+	memcpy(k->buf + a + b, name, c);
+	k->len = a + b + c;
+	for (i = 0; i < k->len; i++)
+		h = (h ^ (unsigned char)k->buf[i]) * 1099511628211ull;
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+	k->hash = h ^ (h >> 31);
+}
+
+static struct cstripe *cache_stripe(struct sq *q, uint64_t hash)
+{
+	return &q->cache[hash % CACHE_STRIPES];
+}
+
+static size_t cache_slot(uint64_t hash)
+{
+	return (size_t)(hash / CACHE_STRIPES) % CACHE_SLOTS;
+}
+
+static size_t cache_bucket(const struct cstripe *st, uint64_t hash)
+{
+	return (size_t)(hash >> 32) & (st->tabsize - 1);
+}
+
+/* A new entry for key k owning json (NUL at [len]), or NULL when it could
+ * never fit the budget or memory ran out (json is then not taken). */
+static struct centry *centry_new(const struct sq *q, const struct ckey *k, int64_t rev,
+				 char *json, size_t len)
+{
+	size_t cost = sizeof(struct centry) + k->len + len + 1;
+	struct centry *e;
+
+	if (cost > q->cache_budget)
+		return NULL;
+	e = malloc(sizeof(*e) + k->len);
+	if (!e)
+		return NULL;
+	memset(e, 0, sizeof(*e));
+	e->hash = k->hash;
+	e->rev = rev;
+	e->json = json;
+	e->len = len;
+	e->cost = cost;
+	e->klen = k->len;
+	memcpy(e->key, k->buf, k->len);
+	return e;
+}
+
+/* Free a list of entries chained by hnext. */
+static void centry_free_list(struct centry *e)
+{
+	while (e) {
+		struct centry *next = e->hnext;
+
+		free(e->json);
+		free(e);
+		e = next;
+	}
+}
+
+/* The chain link that points at the entry for k, or NULL. */
+static struct centry **cache_find(struct cstripe *st, uint64_t hash, const char *key,
+				  size_t klen)
+{
+	struct centry **pp = &st->tab[cache_bucket(st, hash)];
+
+	for (; *pp; pp = &(*pp)->hnext)
+		if ((*pp)->hash == hash && (*pp)->klen == klen &&
+		    memcmp((*pp)->key, key, klen) == 0)
+			return pp;
+	return NULL;
+}
+
+static void lru_unlink(struct cstripe *st, struct centry *e)
+{
+	if (e->newer)
+		e->newer->older = e->older;
+	else
+		st->newest = e->older;
+	if (e->older)
+		e->older->newer = e->newer;
+	else
+		st->oldest = e->newer;
+}
+
+static void lru_push(struct cstripe *st, struct centry *e)
+{
+	e->newer = NULL;
+	e->older = st->newest;
+	if (st->newest)
+		st->newest->newer = e;
+	else
+		st->oldest = e;
+	st->newest = e;
+}
+
+/* Take *pp out of the stripe and onto the *dead list (freed after unlock). */
+static void cache_unlink(struct cstripe *st, struct centry **pp, struct centry **dead)
+{
+	struct centry *e = *pp;
+
+	*pp = e->hnext;
+	lru_unlink(st, e);
+	st->count--;
+	st->bytes -= e->cost;
+	e->hnext = *dead;
+	*dead = e;
+}
+
+/* Double the table once it holds more entries than buckets; if memory is
+ * short the chains just grow longer. */
+static void cache_grow(struct cstripe *st)
+{
+	size_t n = st->tabsize * 2, i;
+	struct centry **tab, *e;
+
+	if (st->count <= st->tabsize || n > SIZE_MAX / sizeof(*tab))
+		return;
+	tab = calloc(n, sizeof(*tab));
+	if (!tab)
+		return;
+	for (i = 0; i < st->tabsize; i++) {
+		while ((e = st->tab[i])) {
+			size_t b = (size_t)(e->hash >> 32) & (n - 1);
+
+			st->tab[i] = e->hnext;
+			e->hnext = tab[b];
+			tab[b] = e;
+		}
+	}
+	free(st->tab);
+	st->tab = tab;
+	st->tabsize = n;
+}
+
+/* Add e (its key absent from the stripe, its cost within the budget) as the
+ * newest entry, evicting the least recently used ones beyond the budget. */
+static void cache_link(struct sq *q, struct cstripe *st, struct centry *e, struct centry **dead)
+{
+	size_t b = cache_bucket(st, e->hash);
+
+	e->hnext = st->tab[b];
+	st->tab[b] = e;
+	lru_push(st, e);
+	st->count++;
+	st->bytes += e->cost;
+	while (st->bytes > q->cache_budget && st->oldest != e) {
+		struct centry *old = st->oldest;
+
+		cache_unlink(st, cache_find(st, old->hash, old->key, old->klen), dead);
+	}
+	cache_grow(st);
+}
+
+/* Answer a read from the cache: 1 with o's rev, json and len filled in, or
+ * 0 on a miss with *ret_gen set for cache_offer(), or -ENOMEM. */
+static int cache_lookup(struct sq *q, const struct ckey *k, store_obj *o, uint64_t *ret_gen)
+{
+	struct cstripe *st = cache_stripe(q, k->hash);
+	size_t slot = cache_slot(k->hash);
+	struct centry **pp, *e;
+	int rc = 0;
+
+	pthread_mutex_lock(&st->mu);
+	pp = cache_find(st, k->hash, k->buf, k->len);
+	/* A pending slot's entries may be older than the committed rows. */
+	if (pp && !st->pending[slot]) {
+		e = *pp;
+		o->json = malloc(e->len + 1);
+		if (o->json) {
+			memcpy(o->json, e->json, e->len + 1);
+			o->len = e->len;
+			o->rev = e->rev;
+			if (st->newest != e) {
+				lru_unlink(st, e);
+				lru_push(st, e);
+			}
+			st->hits++;
+			rc = 1;
+		} else {
+			rc = -ENOMEM;
+		}
+	} else {
+		st->misses++;
+		*ret_gen = st->gen[slot];
+	}
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+/* Offer what a missed read found in SQLite, read after cache_lookup()
+ * returned gen.  Taken only if no write to the slot was committed or begun
+ * since, and only over an older revision. */
+static void cache_offer(struct sq *q, const struct ckey *k, uint64_t gen, int64_t rev,
+			const char *json, size_t len)
+{
+	struct cstripe *st = cache_stripe(q, k->hash);
+	size_t slot = cache_slot(k->hash);
+	struct centry *e, **pp, *dead = NULL;
+	char *copy;
+
+	if (sizeof(struct centry) + k->len + len + 1 > q->cache_budget)
+		return;
+	copy = malloc(len + 1);
+	if (!copy)
+		return;
+	memcpy(copy, json, len);
+	copy[len] = '\0';
+	e = centry_new(q, k, rev, copy, len);
+	if (!e) {
+		free(copy);
+		return;
+	}
+	pthread_mutex_lock(&st->mu);
+	if (st->gen[slot] == gen && !st->pending[slot]) {
+		pp = cache_find(st, k->hash, k->buf, k->len);
+		if (!pp || (*pp)->rev < rev) {
+			if (pp)
+				cache_unlink(st, pp, &dead);
+			cache_link(q, st, e, &dead);
+			e = NULL;
+		}
+	}
+	pthread_mutex_unlock(&st->mu);
+	if (e) {
+		e->hnext = dead;
+		dead = e;
+	}
+	centry_free_list(dead);
+}
+
+/* Just before COMMIT: mark the slot of every key the batch changed, so
+ * that from now until cache_write_end() nothing is answered from or filled
+ * into it. */
+static void cache_write_begin(struct sq *q, struct wreq **batch, size_t n)
+{
+	struct ckey k;
+	size_t i;
+
+	if (!q->cache)
+		return;
+	for (i = 0; i < n; i++) {
+		struct wreq *r = batch[i];
+		struct cstripe *st;
+		size_t slot;
+
+		if (r->kind != WREQ_WRITE || r->result != 0)
+			continue;
+		ckey_init(&k, r->w->resource, r->w->ns, r->w->name);
+		st = cache_stripe(q, k.hash);
+		slot = cache_slot(k.hash);
+		pthread_mutex_lock(&st->mu);
+		st->pending[slot]++;
+		st->gen[slot]++;
+		pthread_mutex_unlock(&st->mu);
+		r->cache_pending = true;
+	}
+}
+
+/* Right after COMMIT (or its failure), before anyone hears of the batch:
+ * store each write's outcome in batch order, so the last write to a key
+ * wins, and unmark its slot.  When the batch failed, every key it carried
+ * is dropped, since a failed COMMIT may still have landed.  Consumes the
+ * kept texts. */
+static void cache_write_end(struct sq *q, struct wreq **batch, size_t n, bool failed)
+{
+	struct ckey k;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct wreq *r = batch[i];
+		struct centry *e = NULL, **pp, *dead = NULL;
+		struct cstripe *st;
+		size_t slot;
+
+		if (r->kind != WREQ_WRITE)
+			continue;
+		if (!q->cache || (!failed && !r->cache_pending)) {
+			free(r->text);
+			r->text = NULL;
+			continue;
+		}
+		ckey_init(&k, r->w->resource, r->w->ns, r->w->name);
+		st = cache_stripe(q, k.hash);
+		slot = cache_slot(k.hash);
+		if (!failed && r->text) {
+			e = centry_new(q, &k, r->rev, r->text, r->len);
+			if (!e)
+				free(r->text);
+		} else {
+			free(r->text);
+		}
+		r->text = NULL;
+		pthread_mutex_lock(&st->mu);
+		pp = cache_find(st, k.hash, k.buf, k.len);
+		if (pp)
+			cache_unlink(st, pp, &dead);
+		if (e)
+			cache_link(q, st, e, &dead);
+		if (r->cache_pending)
+			st->pending[slot]--;
+		st->gen[slot]++;
+		pthread_mutex_unlock(&st->mu);
+		r->cache_pending = false;
+		centry_free_list(dead);
+	}
+}
+
+static void cache_stats(struct sq *q, struct store_stats *ret)
+{
+	size_t i;
+
+	for (i = 0; q->cache && i < CACHE_STRIPES; i++) {
+		struct cstripe *st = &q->cache[i];
+
+		pthread_mutex_lock(&st->mu);
+		ret->cache_hits += st->hits;
+		ret->cache_misses += st->misses;
+		ret->cache_bytes += st->bytes;
+		ret->cache_entries += st->count;
+		pthread_mutex_unlock(&st->mu);
+	}
+}
+
+static void cache_free(struct sq *q)
+{
+	size_t i, j;
+
+	if (!q->cache)
+		return;
+	for (i = 0; i < CACHE_STRIPES; i++) {
+		struct cstripe *st = &q->cache[i];
+
+		for (j = 0; st->tab && j < st->tabsize; j++)
+			centry_free_list(st->tab[j]);
+		free(st->tab);
+		pthread_mutex_destroy(&st->mu);
+	}
+	free(q->cache);
+	q->cache = NULL;
+}
+
+static int cache_init(struct sq *q)
+{
+	size_t bytes = q->opts.cache_bytes ? q->opts.cache_bytes : STORE_CACHE_BYTES_DEFAULT;
+	size_t i;
+
+	if (q->opts.cache_off)
+		return 0;
+	q->cache = aligned_alloc(_Alignof(struct cstripe), CACHE_STRIPES * sizeof(struct cstripe));
+	if (!q->cache)
+		return -ENOMEM;
+	memset(q->cache, 0, CACHE_STRIPES * sizeof(struct cstripe));
+	q->cache_budget = bytes / CACHE_STRIPES;
+	for (i = 0; i < CACHE_STRIPES; i++)
+		pthread_mutex_init(&q->cache[i].mu, NULL);
+	for (i = 0; i < CACHE_STRIPES; i++) {
+		struct cstripe *st = &q->cache[i];
+
+		st->tabsize = CACHE_BUCKETS_MIN;
+		st->tab = calloc(st->tabsize, sizeof(*st->tab));
+		if (!st->tab) {
+			cache_free(q);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void store__sqlite_set_get_hook(store *s, store__get_hook_fn fn, void *userdata)
+{
+	struct sq *q = to_sq(s);
+
+	q->get_hook = fn;
+	q->get_hook_ud = userdata;
+}
+
 /* ---- writer side ------------------------------------------------------ */
 
 /* Read the current and compacted revision through the writer connection. */
@@ -217,10 +670,12 @@ static int writer_read_meta(struct sq *q, int64_t *ret_rev, int64_t *ret_compact
 
 /* Apply one write inside the open transaction at revision `rev`.  Returns a
  * negative errno only when the transaction itself is broken (the batch
- * fails); the request's own outcome goes to *ret_result. */
-static int apply_write(struct sq *q, const struct store__write *w, int64_t rev,
-		       int *ret_result)
+ * fails); the request's own outcome goes to r->result.  A created or updated
+ * object's text stays in r->text for the object cache. */
+static int apply_write(struct sq *q, struct wreq *r, int64_t rev)
 {
+	const struct store__write *w = r->w;
+	int *ret_result = &r->result;
 	sqlite3_stmt *st = q->w_getrev;
 	int64_t cur = 0;
 	bool exists;
@@ -264,6 +719,8 @@ static int apply_write(struct sq *q, const struct store__write *w, int64_t rev,
 		*ret_result = -EFBIG;
 		return 0;
 	}
+	/* What is stored ends at len; the cached copy must end there too. */
+	text[len] = '\0';
 
 	switch (w->op) {
 	case STORE__CREATE:
@@ -295,7 +752,12 @@ static int apply_write(struct sq *q, const struct store__write *w, int64_t rev,
 		sqlite3_bind_text64(st, 6, text, len, SQLITE_STATIC, SQLITE_UTF8);
 		rc = step_done(st);
 	}
-	free(text);
+	if (!rc && q->cache && w->op != STORE__DELETE) {
+		r->text = text;
+		r->len = len;
+	} else {
+		free(text);
+	}
 	if (!rc)
 		*ret_result = 0;
 	return rc;
@@ -375,7 +837,7 @@ static void run_batch(struct sq *q, struct wreq **batch, size_t n, uint32_t labe
 			r->result = 0;
 			continue;
 		}
-		fatal = apply_write(q, r->w, rev + 1, &r->result);
+		fatal = apply_write(q, r, rev + 1);
 		if (!fatal && r->result == 0)
 			r->rev = ++rev;
 	}
@@ -385,10 +847,15 @@ static void run_batch(struct sq *q, struct wreq **batch, size_t n, uint32_t labe
 		sqlite3_bind_int64(q->w_setmeta, 2, compacted);
 		fatal = step_done(q->w_setmeta);
 	}
-	if (!fatal)
+	if (!fatal) {
+		cache_write_begin(q, batch, n);
 		fatal = step_done(q->w_commit);
-	/* Before anyone hears of the commit (publish, acks); even after a
-	 * failure, as a failed COMMIT may have landed (see below). */
+	}
+	/* Before anyone hears of the commit (stamps, publish, acks); even
+	 * after a failure, as a failed COMMIT may have landed (see below).
+	 * The cache goes first: a stamp that has not moved since before a
+	 * store_get() vouches for the answer, also one from the cache. */
+	cache_write_end(q, batch, n, fatal != 0);
 	for (i = 0; i < n; i++)
 		if (batch[i]->kind == WREQ_WRITE)
 			atomic_fetch_add(&q->stamps[stamp_slot(batch[i]->w->resource)], 1);
@@ -440,6 +907,7 @@ static void *ckpt_main(void *arg)
 {
 	struct sq *q = arg;
 
+	pthread_setname_np(pthread_self(), "ah-checkpoint");
 	pthread_mutex_lock(&q->cmu);
 	while (!q->ckpt_stop) {
 		struct timespec ts;
@@ -499,6 +967,7 @@ static void *writer_main(void *arg)
 	struct sq *q = arg;
 	struct wreq *batch[BATCH_MAX];
 
+	pthread_setname_np(pthread_self(), "ah-store-writer");
 	for (;;) {
 		size_t n = 0;
 		uint32_t label;
@@ -693,12 +1162,11 @@ static int read_end(struct reader *r)
 	return step_done(r->end);
 }
 
-static int sq_get(store *s, const char *resource, const char *ns, const char *name,
-		  store_obj **ret)
+/* Read one object's rev and text from SQLite into o. */
+static int read_object(struct sq *q, const char *resource, const char *ns, const char *name,
+		       store_obj *o)
 {
-	struct sq *q = to_sq(s);
 	struct reader *r;
-	store_obj *o = NULL;
 	sqlite3_stmt *st;
 	const char *text;
 	int rc;
@@ -719,17 +1187,12 @@ static int sq_get(store *s, const char *resource, const char *ns, const char *na
 		rc = -ENOENT;
 	} else if (rc != SQLITE_ROW) {
 		rc = sql_errno(rc);
-	} else if (!(o = calloc(1, sizeof(*o)))) {
-		rc = -ENOMEM;
 	} else {
 		o->rev = sqlite3_column_int64(st, 0);
 		text = (const char *)sqlite3_column_text(st, 1);
 		o->len = (size_t)sqlite3_column_bytes(st, 1);
-		o->resource = strdup(resource);
-		o->ns = strdup(ns);
-		o->name = strdup(name);
 		o->json = malloc(o->len + 1);
-		if (!text || !o->resource || !o->ns || !o->name || !o->json) {
+		if (!text || !o->json) {
 			rc = -ENOMEM;
 		} else {
 			memcpy(o->json, text, o->len + 1);
@@ -739,6 +1202,43 @@ static int sq_get(store *s, const char *resource, const char *ns, const char *na
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	reader_put(q, r, rc != 0 && rc != -ENOENT);
+	return rc;
+}
+
+/* From the cache when it holds the key; otherwise from SQLite, offering
+ * what was read to the cache under the generation taken before the read. */
+static int sq_get(store *s, const char *resource, const char *ns, const char *name,
+		  store_obj **ret)
+{
+	struct sq *q = to_sq(s);
+	struct ckey key;
+	uint64_t gen = 0;
+	store_obj *o;
+	int rc = 0;
+
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->resource = strdup(resource);
+	o->ns = strdup(ns);
+	o->name = strdup(name);
+	if (!o->resource || !o->ns || !o->name)
+		rc = -ENOMEM;
+	if (!rc && q->cache) {
+		ckey_init(&key, resource, ns, name);
+		rc = cache_lookup(q, &key, o, &gen);
+	}
+	/* 0: a miss, or no cache; 1: a hit. */
+	if (rc == 0) {
+		rc = read_object(q, resource, ns, name, o);
+		if (!rc && q->cache) {
+			if (q->get_hook)
+				q->get_hook(s, o, q->get_hook_ud);
+			cache_offer(q, &key, gen, o->rev, o->json, o->len);
+		}
+	} else if (rc == 1) {
+		rc = 0;
+	}
 	if (rc) {
 		store_obj_free(o);
 		return rc;
@@ -997,6 +1497,9 @@ static void sq_stats(store *s, struct store_stats *ret)
 	pthread_mutex_lock(&q->qmu);
 	ret->queued = q->qlen;
 	pthread_mutex_unlock(&q->qmu);
+	ret->cache_hits = ret->cache_misses = 0;
+	ret->cache_bytes = ret->cache_entries = 0;
+	cache_stats(q, ret);
 }
 
 /* ---- open, close ------------------------------------------------------ */
@@ -1036,6 +1539,9 @@ static void sq_free(struct sq *q)
 	pthread_mutex_destroy(&q->rmu);
 	pthread_mutex_destroy(&q->cmu);
 	pthread_cond_destroy(&q->ccond);
+	cache_free(q);
+	if (q->lock_fd >= 0)
+		close(q->lock_fd); /* releases the lock */
 	free(q->path);
 	free(q);
 }
@@ -1242,6 +1748,28 @@ static void sqlite_global_setup(void)
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+/* The revision counter and the object cache hold only while this process
+ * is the database's one writer, so a second process (a second `agenthub
+ * serve` on the same data directory) is refused with -EBUSY.  The lock goes
+ * with the process, also on kill -9. */
+static int lock_database(struct sq *q)
+{
+	size_t n = strlen(q->path);
+	char *lp = malloc(n + sizeof("-lock"));
+
+	if (!lp)
+		return -ENOMEM;
+	memcpy(lp, q->path, n);
+	memcpy(lp + n, "-lock", sizeof("-lock"));
+	q->lock_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	free(lp);
+	if (q->lock_fd < 0)
+		return -errno;
+	if (flock(q->lock_fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK ? -EBUSY : -errno;
+	return 0;
+}
+
 int store__sqlite_open(const char *path, const struct store_options *opts, store **ret)
 {
 	static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
@@ -1263,6 +1791,7 @@ int store__sqlite_open(const char *path, const struct store_options *opts, store
 	if (q->opts.event_log_keep > ((size_t)1 << 40))
 		q->opts.event_log_keep = (size_t)1 << 40;
 	q->path = strdup(path);
+	q->lock_fd = -1;
 	pthread_mutex_init(&q->qmu, NULL);
 	pthread_cond_init(&q->qcond, NULL);
 	pthread_mutex_init(&q->wmu, NULL);
@@ -1279,7 +1808,11 @@ int store__sqlite_open(const char *path, const struct store_options *opts, store
 		return -ENOMEM;
 	}
 
-	rc = open_writer(q);
+	rc = lock_database(q);
+	if (!rc)
+		rc = cache_init(q);
+	if (!rc)
+		rc = open_writer(q);
 	if (!rc) {
 		atomic_store(&q->rev, q->w_rev);
 		atomic_store(&q->compacted, q->w_compacted);

@@ -51,4 +51,12 @@ struct store {
  * stripped).  opts is never NULL here: store.c fills in the defaults. */
 int store__sqlite_open(const char *path, const struct store_options *opts, store **ret);
 
+/* Test hook of the SQLite backend: when set, store_get() calls fn after a
+ * cache miss read the object from SQLite (`read`, valid only during the
+ * call) and before it offers what it read to the object cache, so a test
+ * can slip a write into exactly that window.  fn may call into the store.
+ * Set it only while no other thread uses the store; NULL removes it. */
+typedef void (*store__get_hook_fn)(store *s, const store_obj *read, void *userdata);
+void store__sqlite_set_get_hook(store *s, store__get_hook_fn fn, void *userdata);
+
 #endif

@@ -57,9 +57,21 @@ void store_obj_free(store_obj *o);
  * text is what the DELETED event carries. */
 typedef char *(*store_render_fn)(int64_t rev, size_t *ret_len, void *userdata);
 
+/* The object cache: store_get() answers from memory for objects recently
+ * read or written, which is exactly what SQLite would answer at that moment
+ * (the writer updates the cache before any write is acknowledged or
+ * published, and a key being committed is never answered from it).  It
+ * assumes, like the revision counter, that this process is the only writer
+ * of the database file.  cache_bytes bounds the text and bookkeeping it
+ * keeps (0: STORE_CACHE_BYTES_DEFAULT); an object larger than 1/64 of the
+ * bound is never cached. */
+#define STORE_CACHE_BYTES_DEFAULT ((size_t)64 << 20)
+
 struct store_options {
 	size_t event_log_keep;  /* events kept for watches (default 100000) */
 	int sync_full;          /* 1 (default): fsync each commit; 0: for tests only */
+	size_t cache_bytes;     /* object cache bound (0: the default) */
+	int cache_off;          /* 1: no object cache, every store_get() reads SQLite */
 };
 
 /* url: a filesystem path to the SQLite database file ("sqlite:" prefix
@@ -135,6 +147,10 @@ struct store_stats {
 	uint64_t writes;        /* writes acknowledged with 0 */
 	size_t max_batch;       /* the most requests one commit carried */
 	size_t queued;          /* writes waiting for the writer thread now */
+	uint64_t cache_hits;    /* store_get() answered from the object cache */
+	uint64_t cache_misses;  /* store_get() that read SQLite */
+	size_t cache_bytes;     /* bytes the cache charges now (<= its bound) */
+	size_t cache_entries;   /* objects in the cache now */
 };
 void store_stats(store *s, struct store_stats *ret);
 

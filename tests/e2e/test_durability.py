@@ -5,13 +5,14 @@ increasing across restarts."""
 import http.client
 import json
 import ssl
+import subprocess
 import threading
 import time
 import uuid
 
 import pytest
 
-from conftest import wait_for
+from conftest import AGENTHUB, free_port, wait_for
 
 NS = "dur"
 WRITERS = 4
@@ -177,3 +178,25 @@ def test_sigterm_clean_exit_and_restart_keeps_everything(hub):
     hub.restart()
     cms, _ = list_all(hub, f"/api/v1/namespaces/{NS}/configmaps")
     assert set(cms) == set(before) | {"fresh"}
+
+
+def test_second_daemon_on_the_same_data_dir_is_refused(hub, tmp_path):
+    """Two daemons on one store would hand out the same revisions; the second
+    one stops at start with a clear error, and the first goes on serving
+    with its kubeconfig untouched."""
+    hub.create_namespace(NS)
+    kubeconfig_before = hub.kubeconfig.read_text()
+    second = subprocess.run(
+        [str(AGENTHUB), "serve", "--data-dir", str(hub.data_dir),
+         "--listen", f"127.0.0.1:{free_port()}"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 1
+    assert "another agenthub process is using it" in second.stdout + second.stderr
+    assert hub.alive()
+    assert hub.kubeconfig.read_text() == kubeconfig_before
+    hub.kubectl("create", "configmap", "still-served", "-n", NS, "--from-literal=k=v")
+    assert hub.get_json(f"/api/v1/namespaces/{NS}/configmaps/still-served")["data"] == {"k": "v"}
+    # Once the first one is gone (even by kill -9), the directory is free again.
+    hub.kill9()
+    hub.start()
+    assert hub.get_json(f"/api/v1/namespaces/{NS}/configmaps/still-served")["data"] == {"k": "v"}
