@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/util.h"
@@ -497,6 +498,7 @@ static int event_visit(const store_obj *so, void *userdata)
 	} else if (strcmp(so->resource, "nmstateconfigs.agent-install.openshift.io") == 0) {
 		hub_nmstate_event(ec->h, so); /* → the InfraEnvs that select it */
 	}
+	json_decref(obj);
 	return 0;
 }
 
@@ -528,10 +530,15 @@ static void resync_all(struct hub *h, const char *ns)
 		store_list(h->store, h->k_cd->store_key, ns, NULL, NULL, requeue_cd_visit, h, NULL);
 }
 
+/* Passes start at most this often: under a stream of writes each pass then
+ * takes the events of several commits at once, instead of one pass (a read
+ * of the log, a wake-up) per commit.  Reactions wait at most this long. */
+#define PASS_MIN_INTERVAL_MS 5
+
 static void *controller_main(void *arg)
 {
 	struct hub *h = arg;
-	int64_t last_sweep = 0;
+	int64_t last_sweep = 0, pass_start = 0;
 
 	pthread_setname_np(pthread_self(), "ah-controllers");
 
@@ -539,11 +546,14 @@ static void *controller_main(void *arg)
 	h->last_rev = store_current_rev(h->store);
 	for (;;) {
 		struct ev_ctx ec = { .h = h, .secrets = json_object() };
-		int64_t last = h->last_rev;
+		int64_t last = h->last_rev, since = util_mono_ms() - pass_start;
 		const char *key;
 		json_t *v, *work;
 		int r;
 
+		if (since >= 0 && since < PASS_MIN_INTERVAL_MS)
+			usleep((useconds_t)(PASS_MIN_INTERVAL_MS - since) * 1000);
+		pass_start = util_mono_ms();
 		pthread_mutex_lock(&h->qlock);
 		if (h->stop) {
 			pthread_mutex_unlock(&h->qlock);

@@ -36,7 +36,24 @@
  * slot's generation, reads SQLite, and inserts what it read only if the
  * generation is unchanged and the slot not pending: then no COMMIT touched
  * the slot since before its read began, so what it read is still current.
- * An entry is never replaced by an older revision. */
+ * An entry is never replaced by an older revision.
+ *
+ * Recent events are served from memory too: the writer appends every
+ * committed write's event (its own copy of the text, refcounted) to the
+ * event ring right after COMMIT, before stamps, publish() and any
+ * acknowledgement, and drops the oldest beyond a count and a byte bound.
+ * Revisions are contiguous, so the ring holds exactly the revisions
+ * (base, base + count] and finds the first one a call needs by arithmetic.
+ * store_events() answers from the ring when after_rev >= base, i.e. when
+ * the ring holds every revision it has to scan; otherwise the whole call
+ * reads SQLite.  The ring also carries the compacted revision of the same
+ * commit, so its -ERANGE answer is the one a SQLite read would give.  A
+ * reader takes references to the matching events under the ring's mutex
+ * and visits them after unlocking, so a visit callback may call into the
+ * store.  A failed batch (whose COMMIT may or may not have landed) empties
+ * the ring and marks it invalid; it becomes valid again, empty at base =
+ * the committed revision, with the first batch that reads the revision in
+ * its own transaction and finds what the writer believes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -99,8 +116,9 @@ struct wreq {
 	size_t keep;                    /* WREQ_COMPACT */
 	int result;
 	int64_t rev;    /* write: its revision; compact: the new compacted rev */
-	char *text;     /* write: the rendered text, kept for the cache */
+	char *text;     /* write: the rendered text, kept for the cache and ring */
 	size_t len;
+	enum store_event_type type;     /* write: the event it made */
 	bool cache_pending;     /* its cache slot is marked pending */
 	_Atomic uint32_t batch; /* the batch that takes it (qmu; the writer relabels) */
 	_Atomic uint32_t done;  /* set by the writer; the last touch of the request */
@@ -131,6 +149,34 @@ struct centry {
 	char key[];
 };
 
+/* One event in the ring, in one allocation: json (NUL at [len]) and then
+ * "resource\0ns\0name\0".  The ring holds one reference and each reader
+ * that is about to visit it one more; the last to let go frees it. */
+struct ringev {
+	_Atomic uint32_t refs;
+	enum store_event_type type;
+	int64_t rev;
+	struct ringev *dnext;           /* the writer's list of evicted events */
+	char *resource, *ns, *name;     /* point into buf */
+	size_t len;
+	size_t cost;                    /* bytes charged against the bound */
+	char buf[];
+};
+
+/* The event ring.  Everything is guarded by mu; only the writer thread
+ * changes it.  While valid, slot[(head + i) % cap] holds revision
+ * base + 1 + i for i < count, and compacted is the compacted revision of
+ * the commit that base + count belongs to. */
+struct evring {
+	pthread_mutex_t mu;
+	bool on;                        /* fixed at open */
+	bool valid;
+	struct ringev **slot;
+	size_t cap, head, count, bytes;
+	size_t max_events, max_bytes;   /* fixed at open */
+	int64_t base, compacted;
+};
+
 /* Everything in a stripe is guarded by its mu.  gen[i] is bumped by every
  * change of pending[i], which counts writes to slot i being committed. */
 struct cstripe {
@@ -154,6 +200,9 @@ struct sq {
 	size_t cache_budget;
 	store__get_hook_fn get_hook;
 	void *get_hook_ud;
+
+	struct evring ring;
+	_Atomic uint64_t ring_hits, ring_misses;
 
 	/* Used only by the writer thread once open returned. */
 	sqlite3 *wdb;
@@ -532,7 +581,8 @@ static void cache_write_begin(struct sq *q, struct wreq **batch, size_t n)
 
 /* Right after COMMIT (or its failure), before anyone hears of the batch:
  * store each write's outcome in batch order, so the last write to a key
- * wins, and unmark its slot.  When the batch failed, every key it carried
+ * wins (a delete's text is its DELETED event, never cached), and unmark
+ * its slot.  When the batch failed, every key it carried
  * is dropped, since a failed COMMIT may still have landed.  Consumes the
  * kept texts. */
 static void cache_write_end(struct sq *q, struct wreq **batch, size_t n, bool failed)
@@ -556,7 +606,7 @@ static void cache_write_end(struct sq *q, struct wreq **batch, size_t n, bool fa
 		ckey_init(&k, r->w->resource, r->w->ns, r->w->name);
 		st = cache_stripe(q, k.hash);
 		slot = cache_slot(k.hash);
-		if (!failed && r->text) {
+		if (!failed && r->text && r->w->op != STORE__DELETE) {
 			e = centry_new(q, &k, r->rev, r->text, r->len);
 			if (!e)
 				free(r->text);
@@ -648,6 +698,297 @@ void store__sqlite_set_get_hook(store *s, store__get_hook_fn fn, void *userdata)
 	q->get_hook_ud = userdata;
 }
 
+/* ---- event ring ------------------------------------------------------- */
+
+/* The ring's first array; it doubles up to max_events as it fills. */
+#define RING_CAP_MIN 64
+/* Matching events a reader collects on its stack before it allocates. */
+#define RING_STACK 64
+/* ring_events(): not answered, read SQLite instead. */
+#define RING_MISS 1
+
+static void ringev_put(struct ringev *e)
+{
+	if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1)
+		free(e);
+}
+
+/* Drop the ring's reference to each event on a dnext list. */
+static void ringev_put_list(struct ringev *e)
+{
+	while (e) {
+		struct ringev *next = e->dnext;
+
+		ringev_put(e);
+		e = next;
+	}
+}
+
+/* The event of a committed write, with its own copy of the text and key,
+ * or NULL when memory ran out. */
+static struct ringev *ringev_new(const struct wreq *r)
+{
+	const struct store__write *w = r->w;
+	size_t a = strlen(w->resource) + 1, b = strlen(w->ns) + 1, c = strlen(w->name) + 1;
+	size_t n = r->len + 1 + a + b + c;
+	struct ringev *e = malloc(sizeof(*e) + n);
+
+	if (!e)
+		return NULL;
+	atomic_init(&e->refs, 1);
+	e->type = r->type;
+	e->rev = r->rev;
+	e->dnext = NULL;
+	e->len = r->len;
+	e->cost = sizeof(*e) + n;
+	memcpy(e->buf, r->text, r->len);
+	e->buf[r->len] = '\0';
+	e->resource = e->buf + r->len + 1;
+	memcpy(e->resource, w->resource, a);
+	e->ns = e->resource + a;
+	memcpy(e->ns, w->ns, b);
+	e->name = e->ns + b;
+	memcpy(e->name, w->name, c);
+	return e;
+}
+
+/* Take the oldest event out onto *dead (mu held); base moves past it. */
+static void ring_pop(struct evring *g, struct ringev **dead)
+{
+	struct ringev *e = g->slot[g->head];
+
+	g->slot[g->head] = NULL;
+	g->head = (g->head + 1) % g->cap;
+	g->count--;
+	g->bytes -= e->cost;
+	g->base = e->rev;
+	e->dnext = *dead;
+	*dead = e;
+}
+
+/* Double the array (mu held), up to max_events; false when it may not or
+ * memory ran out. */
+static bool ring_grow(struct evring *g)
+{
+	size_t n = g->cap ? g->cap * 2 : RING_CAP_MIN, i;
+	struct ringev **slot;
+
+	if (n > g->max_events)
+		n = g->max_events;
+	if (n <= g->cap || n > SIZE_MAX / sizeof(*slot))
+		return false;
+	slot = calloc(n, sizeof(*slot));
+	if (!slot)
+		return false;
+	for (i = 0; i < g->count; i++)
+		slot[i] = g->slot[(g->head + i) % g->cap];
+	free(g->slot);
+	g->slot = slot;
+	g->cap = n;
+	g->head = 0;
+	return true;
+}
+
+/* Append the event of revision base + count + 1 (mu held), then drop the
+ * oldest until both bounds hold, which drops e itself when it alone is
+ * over the byte bound: the ring is then empty and starts after it. */
+static void ring_push(struct evring *g, struct ringev *e, struct ringev **dead)
+{
+	if (g->count == g->cap && !ring_grow(g)) {
+		if (!g->count) {
+			g->base = e->rev;
+			e->dnext = *dead;
+			*dead = e;
+			return;
+		}
+		ring_pop(g, dead);
+	}
+	g->slot[(g->head + g->count) % g->cap] = e;
+	g->count++;
+	g->bytes += e->cost;
+	while (g->count && (g->count > g->max_events || g->bytes > g->max_bytes))
+		ring_pop(g, dead);
+}
+
+/* Empty the ring and stop answering from it (mu held). */
+static void ring_clear(struct evring *g, struct ringev **dead)
+{
+	while (g->count)
+		ring_pop(g, dead);
+	g->valid = false;
+}
+
+/* After a failed batch: the ring may lack a commit that landed, so it
+ * answers nothing until ring_commit() makes it valid again. */
+static void ring_invalidate(struct sq *q)
+{
+	struct evring *g = &q->ring;
+	struct ringev *dead = NULL;
+
+	if (!g->on || !g->valid)
+		return;
+	pthread_mutex_lock(&g->mu);
+	ring_clear(g, &dead);
+	pthread_mutex_unlock(&g->mu);
+	ringev_put_list(dead);
+}
+
+/* Right after a successful COMMIT, before anyone hears of it: append the
+ * event of every write the batch committed and take the batch's compacted
+ * revision.  start_rev and end_rev are the committed revisions before and
+ * after the batch; revalidate says the batch read start_rev from the
+ * database in its own transaction, so an invalid ring may start there.
+ * An event that cannot be allocated drops the ring's older events: the
+ * ring then starts after it, and never has a hole. */
+static void ring_commit(struct sq *q, struct wreq **batch, size_t n, int64_t start_rev,
+			int64_t end_rev, int64_t compacted, bool revalidate)
+{
+	struct evring *g = &q->ring;
+	struct ringev *ev[BATCH_MAX], *dead = NULL;
+	int64_t gap = 0;
+	size_t i, m = 0;
+
+	if (!g->on || (!g->valid && !revalidate))
+		return;
+	for (i = 0; i < n; i++) {
+		struct wreq *r = batch[i];
+
+		if (r->kind != WREQ_WRITE || r->result != 0)
+			continue;
+		ev[m] = r->text ? ringev_new(r) : NULL;
+		if (ev[m])
+			m++;
+		else
+			gap = r->rev;
+	}
+	pthread_mutex_lock(&g->mu);
+	if (!g->valid) {
+		g->valid = true;
+		g->base = start_rev;
+	}
+	if (gap) {
+		while (g->count)
+			ring_pop(g, &dead);
+		g->base = gap;
+	}
+	for (i = 0; i < m; i++) {
+		if (ev[i]->rev > g->base) {
+			ring_push(g, ev[i], &dead);
+		} else {
+			ev[i]->dnext = dead;
+			dead = ev[i];
+		}
+	}
+	g->compacted = compacted;
+	/* Cannot happen while revisions are contiguous; if it ever did, an
+	 * answer from SQLite beats a wrong one. */
+	if (g->base + (int64_t)g->count != end_rev)
+		ring_clear(g, &dead);
+	pthread_mutex_unlock(&g->mu);
+	ringev_put_list(dead);
+}
+
+/* store_events() from the ring: RING_MISS when it does not hold every
+ * revision after after_rev; otherwise the call's result, as sq_events()
+ * would give it.  Visits happen after the mutex is released, on events
+ * the call holds a reference to. */
+static int ring_events(struct sq *q, const char *resource, const char *ns, int64_t after_rev,
+		       size_t max, store_visit_fn visit, void *userdata, int64_t *ret_last)
+{
+	struct evring *g = &q->ring;
+	struct ringev *stack[RING_STACK], **list = stack;
+	size_t n = 0, want, k, i, count = 0;
+	int64_t rev, last = 0;
+	int res = 0;
+
+	pthread_mutex_lock(&g->mu);
+	if (!g->valid || after_rev < g->base) {
+		pthread_mutex_unlock(&g->mu);
+		return RING_MISS;
+	}
+	if (after_rev < g->compacted) {
+		pthread_mutex_unlock(&g->mu);
+		return -ERANGE;
+	}
+	rev = g->base + (int64_t)g->count;
+	if (after_rev < rev) {
+		k = (size_t)(after_rev - g->base);
+		want = g->count - k;
+		if (max && max < want)
+			want = max;
+		if (want > RING_STACK) {
+			list = malloc(want * sizeof(*list));
+			if (!list) {
+				pthread_mutex_unlock(&g->mu);
+				return RING_MISS;
+			}
+		}
+		for (; k < g->count && n < want; k++) {
+			struct ringev *e = g->slot[(g->head + k) % g->cap];
+
+			if ((resource && strcmp(e->resource, resource)) ||
+			    (ns && strcmp(e->ns, ns)))
+				continue;
+			atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+			list[n++] = e;
+		}
+	}
+	pthread_mutex_unlock(&g->mu);
+
+	for (i = 0; i < n && !res; i++) {
+		struct ringev *e = list[i];
+		store_obj o = {
+			.resource = e->resource, .ns = e->ns, .name = e->name,
+			.rev = e->rev, .type = e->type, .json = e->buf, .len = e->len,
+		};
+		int v = visit(&o, userdata);
+
+		count++;
+		last = e->rev;
+		if (v)
+			res = v < 0 ? v : 1;
+	}
+	for (i = 0; i < n; i++)
+		ringev_put(list[i]);
+	if (list != stack)
+		free(list);
+	if (res < 0)
+		return res;
+	if (ret_last) {
+		/* The same rule as sq_events(), with the ring's newest
+		 * revision as the snapshot's. */
+		if (res == 1 || (max && count == max))
+			*ret_last = last;
+		else
+			*ret_last = rev > after_rev ? rev : after_rev;
+	}
+	return 0;
+}
+
+static void ring_stats(struct sq *q, struct store_stats *ret)
+{
+	struct evring *g = &q->ring;
+
+	ret->event_ring_hits = atomic_load_explicit(&q->ring_hits, memory_order_relaxed);
+	ret->event_ring_misses = atomic_load_explicit(&q->ring_misses, memory_order_relaxed);
+	pthread_mutex_lock(&g->mu);
+	ret->event_ring_events = g->count;
+	ret->event_ring_bytes = g->bytes;
+	pthread_mutex_unlock(&g->mu);
+}
+
+static void ring_free(struct evring *g)
+{
+	struct ringev *dead = NULL;
+
+	if (g->slot)
+		ring_clear(g, &dead);
+	ringev_put_list(dead);
+	free(g->slot);
+	g->slot = NULL;
+	pthread_mutex_destroy(&g->mu);
+}
+
 /* ---- writer side ------------------------------------------------------ */
 
 /* Read the current and compacted revision through the writer connection. */
@@ -670,8 +1011,9 @@ static int writer_read_meta(struct sq *q, int64_t *ret_rev, int64_t *ret_compact
 
 /* Apply one write inside the open transaction at revision `rev`.  Returns a
  * negative errno only when the transaction itself is broken (the batch
- * fails); the request's own outcome goes to r->result.  A created or updated
- * object's text stays in r->text for the object cache. */
+ * fails); the request's own outcome goes to r->result.  The text stays in
+ * r->text for the event ring, and a created or updated object's for the
+ * object cache. */
 static int apply_write(struct sq *q, struct wreq *r, int64_t rev)
 {
 	const struct store__write *w = r->w;
@@ -752,9 +1094,10 @@ static int apply_write(struct sq *q, struct wreq *r, int64_t rev)
 		sqlite3_bind_text64(st, 6, text, len, SQLITE_STATIC, SQLITE_UTF8);
 		rc = step_done(st);
 	}
-	if (!rc && q->cache && w->op != STORE__DELETE) {
+	if (!rc && (q->ring.on || (q->cache && w->op != STORE__DELETE))) {
 		r->text = text;
 		r->len = len;
+		r->type = type;
 	} else {
 		free(text);
 	}
@@ -817,10 +1160,21 @@ static void run_batch(struct sq *q, struct wreq **batch, size_t n, uint32_t labe
 	int64_t rev = q->w_rev, compacted = q->w_compacted;
 	int64_t keep = (int64_t)q->opts.event_log_keep;
 	uint64_t acked = 0;
+	bool ring_revalidate = false;
 	int fatal;
 	size_t i;
 
 	fatal = step_done(q->w_begin);
+
+	/* After a failed batch the event ring starts again only from a
+	 * revision read under the write lock, so that it can never lack a
+	 * commit whose COMMIT failed but landed. */
+	if (!fatal && q->ring.on && !q->ring.valid) {
+		int64_t mrev, mcompacted;
+
+		ring_revalidate = writer_read_meta(q, &mrev, &mcompacted) == 0 &&
+				  mrev == q->w_rev && mcompacted == q->w_compacted;
+	}
 
 	/* Amortized compaction: act only once the log is a slack (1/16 of
 	 * keep) beyond its bound, then trim it back to exactly `keep`. */
@@ -854,7 +1208,12 @@ static void run_batch(struct sq *q, struct wreq **batch, size_t n, uint32_t labe
 	/* Before anyone hears of the commit (stamps, publish, acks); even
 	 * after a failure, as a failed COMMIT may have landed (see below).
 	 * The cache goes first: a stamp that has not moved since before a
-	 * store_get() vouches for the answer, also one from the cache. */
+	 * store_get() vouches for the answer, also one from the cache.  The
+	 * ring copies the texts before cache_write_end() consumes them. */
+	if (fatal)
+		ring_invalidate(q);
+	else
+		ring_commit(q, batch, n, q->w_rev, rev, compacted, ring_revalidate);
 	cache_write_end(q, batch, n, fatal != 0);
 	for (i = 0; i < n; i++)
 		if (batch[i]->kind == WREQ_WRITE)
@@ -1389,6 +1748,14 @@ static int sq_events(store *s, const char *resource, const char *ns, int64_t aft
 	sqlite3_stmt *st;
 	int rc, res;
 
+	if (q->ring.on) {
+		rc = ring_events(q, resource, ns, after_rev, max, visit, userdata, ret_last);
+		if (rc != RING_MISS) {
+			atomic_fetch_add_explicit(&q->ring_hits, 1, memory_order_relaxed);
+			return rc;
+		}
+	}
+	atomic_fetch_add_explicit(&q->ring_misses, 1, memory_order_relaxed);
 	rc = reader_take(q, &r);
 	if (rc)
 		return rc;
@@ -1500,6 +1867,7 @@ static void sq_stats(store *s, struct store_stats *ret)
 	ret->cache_hits = ret->cache_misses = 0;
 	ret->cache_bytes = ret->cache_entries = 0;
 	cache_stats(q, ret);
+	ring_stats(q, ret);
 }
 
 /* ---- open, close ------------------------------------------------------ */
@@ -1540,6 +1908,7 @@ static void sq_free(struct sq *q)
 	pthread_mutex_destroy(&q->cmu);
 	pthread_cond_destroy(&q->ccond);
 	cache_free(q);
+	ring_free(&q->ring);
 	if (q->lock_fd >= 0)
 		close(q->lock_fd); /* releases the lock */
 	free(q->path);
@@ -1797,6 +2166,12 @@ int store__sqlite_open(const char *path, const struct store_options *opts, store
 	pthread_mutex_init(&q->wmu, NULL);
 	pthread_mutex_init(&q->rmu, NULL);
 	pthread_mutex_init(&q->cmu, NULL);
+	pthread_mutex_init(&q->ring.mu, NULL);
+	q->ring.on = !q->opts.event_ring_off;
+	q->ring.max_events = q->opts.event_ring_events ? q->opts.event_ring_events
+						       : STORE_EVENT_RING_EVENTS_DEFAULT;
+	q->ring.max_bytes = q->opts.event_ring_bytes ? q->opts.event_ring_bytes
+						     : STORE_EVENT_RING_BYTES_DEFAULT;
 	/* store_wait() timeouts must not jump with the wall clock. */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1816,6 +2191,10 @@ int store__sqlite_open(const char *path, const struct store_options *opts, store
 	if (!rc) {
 		atomic_store(&q->rev, q->w_rev);
 		atomic_store(&q->compacted, q->w_compacted);
+		/* Empty and valid: it holds every revision after the current. */
+		q->ring.valid = true;
+		q->ring.base = q->w_rev;
+		q->ring.compacted = q->w_compacted;
 		rc = ckpt_start(q);
 		if (!rc)
 			rc = -pthread_create(&q->writer, NULL, writer_main, q);

@@ -67,11 +67,24 @@ typedef char *(*store_render_fn)(int64_t rev, size_t *ret_len, void *userdata);
  * bound is never cached. */
 #define STORE_CACHE_BYTES_DEFAULT ((size_t)64 << 20)
 
+/* The event ring: store_events() answers from memory when every event it
+ * has to scan is among the most recent ones, which the writer keeps before
+ * any write is acknowledged or published; otherwise it reads SQLite.  The
+ * answer is the same either way.  The ring holds at most event_ring_events
+ * events (0: STORE_EVENT_RING_EVENTS_DEFAULT) and at most event_ring_bytes
+ * of their text and bookkeeping (0: STORE_EVENT_RING_BYTES_DEFAULT); the
+ * oldest drop off first. */
+#define STORE_EVENT_RING_EVENTS_DEFAULT 4096
+#define STORE_EVENT_RING_BYTES_DEFAULT ((size_t)16 << 20)
+
 struct store_options {
 	size_t event_log_keep;  /* events kept for watches (default 100000) */
 	int sync_full;          /* 1 (default): fsync each commit; 0: for tests only */
 	size_t cache_bytes;     /* object cache bound (0: the default) */
 	int cache_off;          /* 1: no object cache, every store_get() reads SQLite */
+	size_t event_ring_events; /* event ring bound in events (0: the default) */
+	size_t event_ring_bytes;  /* event ring bound in bytes (0: the default) */
+	int event_ring_off;     /* 1: no event ring, every store_events() reads SQLite */
 };
 
 /* url: a filesystem path to the SQLite database file ("sqlite:" prefix
@@ -151,6 +164,10 @@ struct store_stats {
 	uint64_t cache_misses;  /* store_get() that read SQLite */
 	size_t cache_bytes;     /* bytes the cache charges now (<= its bound) */
 	size_t cache_entries;   /* objects in the cache now */
+	uint64_t event_ring_hits;   /* store_events() answered from the event ring */
+	uint64_t event_ring_misses; /* store_events() that read SQLite */
+	size_t event_ring_events;   /* events in the ring now */
+	size_t event_ring_bytes;    /* bytes the ring charges now (<= its bound) */
 };
 void store_stats(store *s, struct store_stats *ret);
 
