@@ -35,6 +35,7 @@ struct serve_opts {
 	const char *store_url;
 	size_t event_log_keep;
 	size_t max_body;
+	size_t cache_bytes;
 	int verbose;
 	const char *os_images;
 	const char *service_url;
@@ -79,6 +80,10 @@ static void usage(FILE *f)
 		"  --store URL           sqlite (default: DIR/agenthub.db) or a path to a database file\n"
 		"  --event-log-keep N    events kept for watches before compaction (default 100000)\n"
 		"  --max-body-bytes N    largest accepted request body (default 3145728)\n"
+		"  --object-cache-bytes N\n"
+		"                        memory for recently read or written objects, which point\n"
+		"                        reads then take without the database (default 67108864;\n"
+		"                        0 turns the cache off)\n"
 		"  --os-images FILE      JSON list of OS images (openshift_version, cpu_architecture,\n"
 		"                        url, version) as upstream's OS_IMAGES; url is a local path or\n"
 		"                        an http(s) URL, downloaded once into DIR/os-images; default:\n"
@@ -160,6 +165,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "store", required_argument, NULL, 's' },
 		{ "event-log-keep", required_argument, NULL, 'e' },
 		{ "max-body-bytes", required_argument, NULL, 'b' },
+		{ "object-cache-bytes", required_argument, NULL, 'c' },
 		{ "os-images", required_argument, NULL, 'o' },
 		{ "service-url", required_argument, NULL, 'u' },
 		{ "host-disconnect-timeout", required_argument, NULL, 't' },
@@ -174,6 +180,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 	o->listen = "127.0.0.1:6443";
 	o->event_log_keep = 100000;
 	o->max_body = DEFAULT_MAX_BODY;
+	o->cache_bytes = STORE_CACHE_BYTES_DEFAULT;
 	if (timeouts_from_environment(&o->timeouts) < 0)
 		return -EINVAL;
 	optind = 1;
@@ -195,6 +202,14 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 			o->max_body = strtoul(optarg, &end, 10);
 			if (*end || o->max_body < 1024) {
 				fprintf(stderr, "agenthub: --max-body-bytes: expected a number >= 1024, got %s\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'c':
+			errno = 0;
+			o->cache_bytes = strtoull(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || errno) {
+				fprintf(stderr, "agenthub: --object-cache-bytes: expected a number of bytes (0: no cache), got %s\n", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -287,6 +302,8 @@ static int serve(int argc, char **argv)
 		snprintf(db, sizeof(db), "%s/agenthub.db", o.data_dir);
 	so.event_log_keep = o.event_log_keep;
 	so.sync_full = 1;
+	so.cache_bytes = o.cache_bytes;
+	so.cache_off = o.cache_bytes == 0;
 	{
 		store *st = NULL;
 

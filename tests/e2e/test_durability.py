@@ -200,3 +200,28 @@ def test_second_daemon_on_the_same_data_dir_is_refused(hub, tmp_path):
     hub.kill9()
     hub.start()
     assert hub.get_json(f"/api/v1/namespaces/{NS}/configmaps/still-served")["data"] == {"k": "v"}
+
+
+def test_object_cache_flag(hub_factory, tmp_path):
+    """--object-cache-bytes 0 serves every read from the database; a bad value
+    stops the start naming the flag."""
+    bad = subprocess.run(
+        [str(AGENTHUB), "serve", "--data-dir", str(tmp_path / "bad"),
+         "--listen", f"127.0.0.1:{free_port()}", "--object-cache-bytes", "lots"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2
+    assert "--object-cache-bytes: expected a number of bytes (0: no cache), got lots" in bad.stderr
+    hub = hub_factory(extra_args=["--object-cache-bytes", "0"], name="nocache")
+    hub.create_namespace(NS)
+    hub.kubectl("create", "configmap", "c", "-n", NS, "--from-literal=k=v1")
+    hub.kubectl("patch", "configmap", "c", "-n", NS, "--type", "merge", "-p", '{"data":{"k":"v2"}}')
+    got = hub.get_json(f"/api/v1/namespaces/{NS}/configmaps/c")
+    assert got["data"] == {"k": "v2"}
+    # A stale resourceVersion is still refused without the cache.
+    stale = dict(got, data={"k": "v3"})
+    stale["metadata"] = dict(got["metadata"], resourceVersion=str(int(got["metadata"]["resourceVersion"]) - 1))
+    r = hub.request("PUT", f"/api/v1/namespaces/{NS}/configmaps/c", stale)
+    assert r.status == 409, r.body
+    assert r.json()["reason"] == "Conflict"
+    hub.restart()
+    assert hub.get_json(f"/api/v1/namespaces/{NS}/configmaps/c")["data"] == {"k": "v2"}
