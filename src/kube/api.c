@@ -281,16 +281,27 @@ static int load_obj(const store_obj *so, json_t **ret, ah_err *err)
 	return 0;
 }
 
-int kube_get(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
-	     json_t **ret, ah_err *err)
+/* The stored object, or NotFound / a store error. */
+static int get_stored(struct kube_api *api, const struct kube_kind *k, const char *ns,
+		      const char *name, store_obj **ret, ah_err *err)
 {
-	store_obj *so = NULL;
-	int r = store_get(api->store, k->store_key, k->namespaced ? ns : "", name, &so);
+	int r = store_get(api->store, k->store_key, k->namespaced ? ns : "", name, ret);
 
 	if (r == -ENOENT)
 		return kube_err_not_found(err, k, name);
 	if (r < 0)
 		return err_store(err, r);
+	return 0;
+}
+
+int kube_get(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
+	     json_t **ret, ah_err *err)
+{
+	store_obj *so = NULL;
+	int r = get_stored(api, k, ns, name, &so, err);
+
+	if (r < 0)
+		return r;
 	r = load_obj(so, ret, err);
 	store_obj_free(so);
 	return r;
@@ -300,12 +311,10 @@ int kube_get_text(struct kube_api *api, const struct kube_kind *k, const char *n
 		  char **ret_text, size_t *ret_len, ah_err *err)
 {
 	store_obj *so = NULL;
-	int r = store_get(api->store, k->store_key, k->namespaced ? ns : "", name, &so);
+	int r = get_stored(api, k, ns, name, &so, err);
 
-	if (r == -ENOENT)
-		return kube_err_not_found(err, k, name);
 	if (r < 0)
-		return err_store(err, r);
+		return r;
 	*ret_text = so->json;
 	*ret_len = so->len;
 	so->json = NULL;
@@ -920,12 +929,10 @@ static int get_with_rev(struct kube_api *api, const struct kube_kind *k, const c
 			const char *name, json_t **ret, int64_t *ret_rev, ah_err *err)
 {
 	store_obj *so = NULL;
-	int r = store_get(api->store, k->store_key, ns, name, &so);
+	int r = get_stored(api, k, ns, name, &so, err);
 
-	if (r == -ENOENT)
-		return kube_err_not_found(err, k, name);
 	if (r < 0)
-		return err_store(err, r);
+		return r;
 	*ret_rev = so->rev;
 	r = load_obj(so, ret, err);
 	store_obj_free(so);

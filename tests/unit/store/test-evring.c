@@ -11,7 +11,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -26,6 +25,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "testutil.h"
 
 struct fixture {
 	char dir[64];
@@ -39,8 +39,7 @@ static int setup(void **state)
 
 	if (!f)
 		return -1;
-	strcpy(f->dir, "/tmp/ah-evring-test-XXXXXX");
-	if (!mkdtemp(f->dir)) {
+	if (tu_tmpdir(f->dir, sizeof(f->dir), "ah-evring-test") < 0) {
 		free(f);
 		return -1;
 	}
@@ -53,23 +52,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	struct dirent *de;
-	DIR *d;
-
 	store_close(f->on);
 	store_close(f->off);
-	d = opendir(f->dir);
-	while (d && (de = readdir(d))) {
-		char p[384];
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", f->dir, de->d_name);
-		unlink(p);
-	}
-	if (d)
-		closedir(d);
-	rmdir(f->dir);
+	tu_tmpdir_remove(f->dir);
 	free(f);
 	return 0;
 }

@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "store/store-internal.h"
+#include "testutil.h"
 
 struct fixture {
 	char dir[64];
@@ -38,8 +38,7 @@ static int setup(void **state)
 
 	if (!f)
 		return -1;
-	strcpy(f->dir, "/tmp/ah-objcache-test-XXXXXX");
-	if (!mkdtemp(f->dir)) {
+	if (tu_tmpdir(f->dir, sizeof(f->dir), "ah-objcache-test") < 0) {
 		free(f);
 		return -1;
 	}
@@ -52,22 +51,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	struct dirent *de;
-	DIR *d;
-
 	store_close(f->s);
-	d = opendir(f->dir);
-	while (d && (de = readdir(d))) {
-		char p[384];
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", f->dir, de->d_name);
-		unlink(p);
-	}
-	if (d)
-		closedir(d);
-	rmdir(f->dir);
+	tu_tmpdir_remove(f->dir);
 	free(f);
 	return 0;
 }
