@@ -221,21 +221,13 @@ static void render_release(struct render_ctx *rc)
 	rc->pre = NULL;
 }
 
-static char *render_obj(int64_t rev, size_t *ret_len, void *userdata)
+/* rc->pre with `rev` in place of the placeholder (rc->pre must be set). */
+static char *splice_rev(const struct render_ctx *rc, int64_t rev, size_t *ret_len)
 {
-	struct render_ctx *rc = userdata;
 	size_t n, tail;
 	char rv[32], *s;
 
 	n = (size_t)snprintf(rv, sizeof(rv), "%lld", (long long)rev);
-	json_object_set_new(meta_of(rc->obj), "resourceVersion", json_string(rv));
-	rc->rendered = true;
-	if (!rc->pre) {
-		s = json_dumps(rc->obj, JSON_COMPACT);
-		if (s)
-			*ret_len = strlen(s);
-		return s;
-	}
 	tail = rc->pre_len - rc->rv_off - RV_PLACEHOLDER_LEN;
 	s = malloc(rc->rv_off + n + tail + 1);
 	if (!s)
@@ -247,26 +239,36 @@ static char *render_obj(int64_t rev, size_t *ret_len, void *userdata)
 	return s;
 }
 
+static char *render_obj(int64_t rev, size_t *ret_len, void *userdata)
+{
+	struct render_ctx *rc = userdata;
+	char rv[32], *s;
+
+	snprintf(rv, sizeof(rv), "%lld", (long long)rev);
+	json_object_set_new(meta_of(rc->obj), "resourceVersion", json_string(rv));
+	rc->rendered = true;
+	if (rc->pre)
+		return splice_rev(rc, rev, ret_len);
+	s = json_dumps(rc->obj, JSON_COMPACT);
+	if (s)
+		*ret_len = strlen(s);
+	return s;
+}
+
 /* The text render_obj() stored for `rev`, for the caller's reply. */
 static void render_keep(struct render_ctx *rc, int64_t rev, struct kube_opts *o)
 {
-	char rv[32];
-	size_t n, tail;
+	size_t len = 0;
 	char *s;
 
 	if (!o || !o->want_text || !rc->pre)
 		return;
-	n = (size_t)snprintf(rv, sizeof(rv), "%lld", (long long)rev);
-	tail = rc->pre_len - rc->rv_off - RV_PLACEHOLDER_LEN;
-	s = malloc(rc->rv_off + n + tail + 1);
+	s = splice_rev(rc, rev, &len);
 	if (!s)
 		return;
-	memcpy(s, rc->pre, rc->rv_off);
-	memcpy(s + rc->rv_off, rv, n);
-	memcpy(s + rc->rv_off + n, rc->pre + rc->rv_off + RV_PLACEHOLDER_LEN, tail + 1);
 	free(o->text);
 	o->text = s;
-	o->text_len = rc->rv_off + n + tail;
+	o->text_len = len;
 }
 
 static int load_obj(const store_obj *so, json_t **ret, ah_err *err)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Make a fresh directory /tmp/<prefix>-XXXXXX into dir (at least 64 bytes).
@@ -35,6 +36,23 @@ static inline void tu_tmpdir_remove(const char *dir)
 	if (d)
 		closedir(d);
 	rmdir(dir);
+}
+
+/* Run fn(arg) in a forked child (for what must not touch the test process,
+ * e.g. a file-size limit) and return its exit status, or -1 if it could not
+ * run or did not exit normally. */
+static inline int tu_run_child(int (*fn)(const char *), const char *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0)
+		_exit(fn(arg));
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
 }
 
 #endif

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/store.h"
@@ -731,17 +730,10 @@ static int failed_batch_child(const char *path)
 static void test_failed_batch(void **state)
 {
 	struct fixture *f = *state;
-	int status;
-	pid_t pid;
+	int rc = tu_run_child(failed_batch_child, f->on_path);
 
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(failed_batch_child(f->on_path));
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	print_message("child exited with %d\n", WEXITSTATUS(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	print_message("child exited with %d\n", rc);
+	assert_int_equal(rc, 0);
 }
 
 /* ---- followers while writers write ------------------------------------ */

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/store-internal.h"
@@ -618,16 +617,8 @@ static int failed_batch_child(const char *path)
 static void test_failed_batch(void **state)
 {
 	struct fixture *f = *state;
-	int status;
-	pid_t pid;
 
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(failed_batch_child(f->path));
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(tu_run_child(failed_batch_child, f->path), 0);
 }
 
 int main(void)
