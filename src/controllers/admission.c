@@ -117,19 +117,21 @@ static bool same_pruned(const json_t *a, const json_t *b)
  * keeps everything else as stored). */
 static bool status_only(const json_t *old, const json_t *obj)
 {
-	json_t *a, *b;
-	bool eq;
+	const char *key;
+	json_t *v;
+	size_t n = 0;
 
-	if (!old)
+	if (!old || !json_is_object(old) || !json_is_object(obj))
 		return false;
-	a = json_copy((json_t *)old);
-	b = json_copy((json_t *)obj);
-	json_object_del(a, "status");
-	json_object_del(b, "status");
-	eq = json_equal(a, b);
-	json_decref(a);
-	json_decref(b);
-	return eq;
+	/* Equal but for "status", without copying either object. */
+	json_object_foreach((json_t *)old, key, v) {
+		if (strcmp(key, "status") == 0)
+			continue;
+		if (!json_equal(v, json_object_get(obj, key)))
+			return false;
+		n++;
+	}
+	return n + (json_object_get(obj, "status") ? 1 : 0) == json_object_size(obj);
 }
 
 static const char *condition_reason(const json_t *obj, const char *type)

@@ -764,8 +764,9 @@ static int remove_now(struct kube_api *api, const struct kube_kind *k, const cha
 		      const char *name, json_t *obj, int64_t expect_rev, bool orphan, ah_err *err);
 
 /* Compute the object an update stores, from the old one and the client's.
- * Returns 0 with *ret, or an error. */
-static int merge_update(const struct kube_kind *k, const json_t *old, json_t *body,
+ * Returns 0 with *ret, or an error.  With body_owned the caller gives body
+ * up (a patch result nobody else sees) and it becomes *ret as it is. */
+static int merge_update(const struct kube_kind *k, const json_t *old, json_t *body, bool body_owned,
 			struct kube_opts *o, json_t **ret, ah_err *err)
 {
 	json_t *obj, *meta, *ometa = json_object_get(old, "metadata");
@@ -783,7 +784,7 @@ static int merge_update(const struct kube_kind *k, const json_t *old, json_t *bo
 		*ret = obj;
 		return 0;
 	}
-	obj = json_deep_copy(body);
+	obj = body_owned ? json_incref(body) : json_deep_copy(body);
 	meta = meta_of(obj);
 	for (i = 0; keep[i]; i++) {
 		json_t *v = json_object_get(ometa, keep[i]);
@@ -839,10 +840,11 @@ static int merge_update(const struct kube_kind *k, const json_t *old, json_t *bo
 }
 
 /* The shared tail of update and patch: validate, admit, write at old_rev.
- * body_rv: the resourceVersion the client sent ("" = unconditional). */
+ * body_rv: the resourceVersion the client sent ("" = unconditional);
+ * body_owned: as merge_update(). */
 static int do_update(struct kube_api *api, const struct kube_kind *k, const char *ns,
-		     const char *name, json_t *old, int64_t old_rev, json_t *body, const char *body_rv,
-		     struct kube_opts *o, json_t **ret, ah_err *err)
+		     const char *name, json_t *old, int64_t old_rev, json_t *body, bool body_owned,
+		     const char *body_rv, struct kube_opts *o, json_t **ret, ah_err *err)
 {
 	json_t *obj = NULL, *causes = o && o->causes ? json_incref(o->causes) : json_array();
 	struct render_ctx rc;
@@ -853,7 +855,7 @@ static int do_update(struct kube_api *api, const struct kube_kind *k, const char
 		r = err_conflict(err, k, name);
 		goto out;
 	}
-	r = merge_update(k, old, body, o, &obj, err);
+	r = merge_update(k, old, body, body_owned, o, &obj, err);
 	if (r < 0)
 		goto out;
 	/* Same resourceVersion as the old one while we compare and validate. */
@@ -975,7 +977,7 @@ int kube_update(struct kube_api *api, const struct kube_kind *k, const char *ns,
 	r = get_with_rev(api, k, ns, name, &old, &rev, err);
 	if (r < 0)
 		return r;
-	r = do_update(api, k, ns, name, old, rev, body, rv, o, ret, err);
+	r = do_update(api, k, ns, name, old, rev, body, false, rv, o, ret, err);
 	json_decref(old);
 	return r;
 }
@@ -991,6 +993,7 @@ int kube_patch(struct kube_api *api, const struct kube_kind *k, const char *ns, 
 	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
 		json_t *old = NULL, *patched = NULL;
 		const char *rv, *orv;
+		bool precondition, merge = false;
 		int64_t rev;
 
 		r = get_with_rev(api, k, ns, name, &old, &rev, err);
@@ -1000,8 +1003,10 @@ int kube_patch(struct kube_api *api, const struct kube_kind *k, const char *ns, 
 			r = patch_json(old, patch, &patched, err);
 		else if (strstr(patch_type, "strategic-merge-patch"))
 			r = patch_strategic(old, patch, k->smp_lists, &patched, err);
-		else
+		else {
+			merge = true;
 			r = patch_merge(old, patch, &patched, err);
+		}
 		if (r < 0) {
 			json_decref(old);
 			return r;
@@ -1017,15 +1022,20 @@ int kube_patch(struct kube_api *api, const struct kube_kind *k, const char *ns, 
 		orv = mstr(old, "resourceVersion");
 		if (rv && orv && strcmp(rv, orv) == 0)
 			rv = NULL;
+		precondition = rv != NULL;
 		if (check_type_meta(k, patched, err) < 0) {
 			json_decref(old);
 			json_decref(patched);
 			return -EINVAL;
 		}
-		r = do_update(api, k, ns, name, old, rev, patched, rv ? rv : "", o, ret, err);
+		/* A merge patch's result shares nothing with old or the patch
+		 * (patch_merge copies both), so do_update may take it as it is;
+		 * the other two may share parts of the patch, which a retry
+		 * applies again.  rv is not used after the call. */
+		r = do_update(api, k, ns, name, old, rev, patched, merge, rv ? rv : "", o, ret, err);
 		json_decref(old);
 		json_decref(patched);
-		if (r == -ESTALE && !rv)
+		if (r == -ESTALE && !precondition)
 			continue;
 		return r;
 	}

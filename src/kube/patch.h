@@ -13,7 +13,8 @@
 
 #include "base/error.h"
 
-/* RFC 7386 JSON merge patch (application/merge-patch+json). */
+/* RFC 7386 JSON merge patch (application/merge-patch+json).  *ret is a new
+ * tree that shares no part with doc or patch (callers may change it). */
 int patch_merge(const json_t *doc, const json_t *patch, json_t **ret, ah_err *err);
 
 /* RFC 6902 JSON patch (application/json-patch+json): add, remove, replace,
