@@ -14,6 +14,8 @@
 #   BENCH_LIST_REPEAT=10   timed lists
 #   BENCH_TARGETS="agenthub etcd"
 #   BENCH_STEP_TIMEOUT=900 seconds any single loadgen run may take
+#   BENCH_ENGINE=raw       loadgen engine, passed as --engine to every loadgen
+#                          run: raw, threads or multi (see bench/README.md)
 #   BENCH_OUT=build/bench-results.txt
 #   BENCH_KEEP=1           keep the temporary data directories and logs
 #   BUILD=build            the Meson build directory
@@ -29,6 +31,7 @@ LIST_N=${BENCH_LIST_N:-10000}
 LIST_REPEAT=${BENCH_LIST_REPEAT:-10}
 TARGETS=${BENCH_TARGETS:-"agenthub etcd"}
 STEP_TIMEOUT=${BENCH_STEP_TIMEOUT:-900}
+ENGINE=${BENCH_ENGINE:-raw}
 OUT=${BENCH_OUT:-$BUILD/bench-results.txt}
 LOADGEN=$BUILD/loadgen
 NS=bench
@@ -41,6 +44,8 @@ wants() { [[ " $TARGETS " == *" $1 "* ]]; }
 for t in $TARGETS; do
 	[[ $t == agenthub || $t == etcd ]] || die "unknown target '$t' in BENCH_TARGETS"
 done
+[[ $ENGINE == threads || $ENGINE == multi || $ENGINE == raw ]] ||
+	die "unknown BENCH_ENGINE '$ENGINE' (want threads, multi or raw)"
 
 # ---- dependencies: only Debian packages, installed only when missing ----
 
@@ -60,6 +65,9 @@ command -v timeout >/dev/null || missing+=(coreutils)
 if command -v cc >/dev/null && ! echo '#include <curl/curl.h>' | cc -E - >/dev/null 2>&1; then
 	missing+=(libcurl4-openssl-dev)
 fi
+if command -v cc >/dev/null && ! echo '#include <openssl/ssl.h>' | cc -E - >/dev/null 2>&1; then
+	missing+=(libssl-dev)
+fi
 if wants etcd && ! command -v etcd >/dev/null; then missing+=(etcd-server); fi
 if wants agenthub; then
 	command -v meson >/dev/null || missing+=(meson)
@@ -68,6 +76,9 @@ fi
 if ((${#missing[@]})); then apt_install "${missing[@]}"; fi
 if [[ " ${missing[*]-} " == *" libcurl4-openssl-dev "* ]] && ! echo '#include <curl/curl.h>' | cc -E - >/dev/null 2>&1; then
 	die "libcurl headers still missing after installing libcurl4-openssl-dev"
+fi
+if [[ " ${missing[*]-} " == *" libssl-dev "* ]] && ! echo '#include <openssl/ssl.h>' | cc -E - >/dev/null 2>&1; then
+	die "OpenSSL headers still missing after installing libssl-dev"
 fi
 
 # ---- build ----
@@ -80,7 +91,7 @@ if wants agenthub; then
 fi
 # loadgen stays out of the Meson build so benchmarking never touches it.
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror bench/loadgen.c \
-	-lcurl -lpthread -lm -o "$LOADGEN"
+	-lcurl -lssl -lcrypto -lpthread -lm -o "$LOADGEN"
 
 # ---- servers ----
 
@@ -188,14 +199,14 @@ mkdir -p "$(dirname "$OUT")"
 {
 	echo "# agenthub bench $(date -u +%Y-%m-%dT%H:%M:%SZ) rev=$(git rev-parse --short HEAD 2>/dev/null || echo none)"
 	echo "# host: $(nproc) cpus, $(uname -sr), etcd $(etcd --version 2>/dev/null | awk '/etcd Version/ {print $3}')"
-	echo "# BENCH_N=$N BENCH_CONC=\"$CONCS\" BENCH_LIST_N=$LIST_N BENCH_LIST_REPEAT=$LIST_REPEAT"
+	echo "# BENCH_N=$N BENCH_CONC=\"$CONCS\" BENCH_LIST_N=$LIST_N BENCH_LIST_REPEAT=$LIST_REPEAT BENCH_ENGINE=$ENGINE"
 } | tee "$OUT"
 
 # loadgen TARGET OP CONC ARGS...: runs loadgen against TARGET, bounded in time.
 loadgen() {
 	local t=$1 op=$2 c=$3
 	shift 3
-	local args=(--target "$t" --op "$op" --conc "$c" --max-seconds "$STEP_TIMEOUT")
+	local args=(--target "$t" --op "$op" --conc "$c" --max-seconds "$STEP_TIMEOUT" --engine "$ENGINE")
 	if [[ $t == agenthub ]]; then
 		args+=(--url "$AH_URL" --cacert "$AH_CA" --token-file "$AH_TOKEN")
 	else
