@@ -2,7 +2,6 @@
 every rule refuses with HTTP 400 BadRequest and the upstream message, the
 writes it allows go through, and the AgentClusterInstall default of
 userManagedNetworking is applied."""
-import copy
 import json
 
 import pytest

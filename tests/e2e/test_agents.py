@@ -6,15 +6,12 @@ A bad value gives SpecSynced False with reason InputError and the upstream
 message, and leaves what was applied before; fixing it gives True SyncOK.
 The applied values outlive a restart of the hub."""
 import json
-import signal
-import subprocess
 
 import pytest
 
-from conftest import BUILD, wait_for
-from test_discovery import NS, setup_infraenv
+from conftest import wait_for
+from test_discovery import NS, setup_infraenv, simulated_host
 
-AGENT = BUILD / "agenthub-agent"
 INPUT_ERROR = "The Spec could not be synced due to an input error: "
 VDA = "/dev/disk/by-path/pci-0000:00:05.0"  # the simulator's eligible disk
 SR0 = "/dev/disk/by-path/pci-0000:00:01.1-ata-1"  # its installation media
@@ -71,28 +68,13 @@ class Host:
 
 @pytest.fixture
 def sim_host(hub_factory, tmp_path):
-    if not AGENT.is_file():
-        pytest.fail(f"{AGENT} not built")
     hub = hub_factory()
     ie = setup_infraenv(hub)
-    log = open(tmp_path / "sim.log", "w")
-    sim = subprocess.Popen([str(AGENT), "simulate", "--iso", ie["status"]["isoDownloadURL"],
-                            "--hosts", "1", "--cacert", str(hub.ca_path), "--seed", "11"],
-                           stdout=log, stderr=subprocess.STDOUT)
-    try:
-        def known():
-            items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
-            ok = [a for a in items
-                  if a.get("status", {}).get("debugInfo", {}).get("state") == "known-unbound"
-                  and a["status"].get("inventory", {}).get("disks")
-                  and hostname_validation(a)]
-            return ok[0] if ok else None
-        agent = wait_for(known, timeout=90, what="a known-unbound Agent with inventory")
+    with simulated_host(hub, ie, tmp_path / "sim.log", 11,
+                        ready=lambda a: a["status"].get("inventory", {}).get("disks")
+                        and hostname_validation(a),
+                        what="a known-unbound Agent with inventory") as agent:
         yield Host(hub, agent["metadata"]["name"], ie["metadata"]["uid"])
-    finally:
-        sim.send_signal(signal.SIGTERM)
-        sim.wait(timeout=30)
-        log.close()
 
 
 def test_role(sim_host):

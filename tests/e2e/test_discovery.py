@@ -2,20 +2,18 @@
 valid and carries the InfraEnv's settings; simulated hosts booted from it
 register over the agent protocol and become Agents that track the host state
 machine; silence makes them disconnected; a wrong token is refused."""
-import base64
+import contextlib
 import zlib
 import json
-import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import urllib.request
 
 import pytest
 
-from conftest import AGENTHUB, BUILD, CONFORMANCE_DIR, wait_for
+from conftest import BUILD, CONFORMANCE_DIR, wait_for
 
 AGENT = BUILD / "agenthub-agent"
 NS = "spoke-cluster"
@@ -39,6 +37,32 @@ def setup_infraenv(hub, manifest="infraEnvLateBinding.yaml"):
     hub.kubectl("-n", NS, "wait", "--for=condition=ImageCreated", f"infraenv/{name}",
                 "--timeout=30s")
     return hub.kubectl_json("-n", NS, "get", "infraenv", name)
+
+
+@contextlib.contextmanager
+def simulated_host(hub, ie, log_path, seed, ready=None, what="a known-unbound Agent", args=()):
+    """One simulated host booted from the InfraEnv ie's ISO (args: more
+    simulator options): yields its Agent once it is known-unbound (and
+    ready(agent) holds, when given), and stops the simulator when the block
+    ends."""
+    if not AGENT.is_file():
+        pytest.fail(f"{AGENT} not built")
+    with open(log_path, "w") as log:
+        sim = subprocess.Popen([str(AGENT), "simulate", "--iso", ie["status"]["isoDownloadURL"],
+                                "--hosts", "1", "--cacert", str(hub.ca_path), "--seed", str(seed),
+                                *args],
+                               stdout=log, stderr=subprocess.STDOUT)
+        try:
+            def known():
+                items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
+                ok = [a for a in items
+                      if a.get("status", {}).get("debugInfo", {}).get("state") == "known-unbound"
+                      and (ready is None or ready(a))]
+                return ok[0] if ok else None
+            yield wait_for(known, timeout=90, what=what)
+        finally:
+            sim.send_signal(signal.SIGTERM)
+            sim.wait(timeout=30)
 
 
 def fetch(hub, url, headers=None):

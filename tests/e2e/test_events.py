@@ -11,18 +11,9 @@ import urllib.request
 import pytest
 
 from conftest import wait_for
-from test_discovery import AGENT, NS, agent_api, setup_infraenv
+from test_discovery import AGENT, NS, agent_api, fetch, setup_infraenv
 
 HOST_ID = "0479107b-3436-45d3-83a8-cb9a1dc4fb9e"
-
-
-def fetch(hub, url, headers=None):
-    req = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req, context=hub.ssl_context(), timeout=30) as r:
-            return r.status, dict(r.getheaders()), r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers.items()), e.read()
 
 
 def with_query(url, **changes):

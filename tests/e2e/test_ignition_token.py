@@ -11,16 +11,13 @@ The token never shows in the Agent, the hub's log, the Kubernetes Events
 or the upstream events API."""
 import base64
 import json
-import signal
-import subprocess
 import urllib.parse
 
 import pytest
 
-from conftest import BUILD, wait_for
-from test_discovery import NS, setup_infraenv
+from conftest import wait_for
+from test_discovery import NS, setup_infraenv, simulated_host
 
-AGENT = BUILD / "agenthub-agent"
 TOKEN_NS = "ignition-tokens"  # the Secret may live in another namespace
 TOKEN = "pointer-ignition-t0ken-5f3a9c"
 BACKEND = "The Spec could not be synced due to backend error: "
@@ -33,24 +30,10 @@ def conds(agent):
 @pytest.fixture
 def stopped_host(hub_factory, tmp_path):
     """A known-unbound Agent whose simulated host has been stopped again."""
-    if not AGENT.is_file():
-        pytest.fail(f"{AGENT} not built")
     hub = hub_factory()
     ie = setup_infraenv(hub)
-    log = open(tmp_path / "sim.log", "w")
-    sim = subprocess.Popen([str(AGENT), "simulate", "--iso", ie["status"]["isoDownloadURL"],
-                            "--hosts", "1", "--cacert", str(hub.ca_path), "--seed", "21"],
-                           stdout=log, stderr=subprocess.STDOUT)
-    try:
-        def known():
-            items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
-            ok = [a for a in items if a.get("status", {}).get("debugInfo", {}).get("state") == "known-unbound"]
-            return ok[0] if ok else None
-        agent = wait_for(known, timeout=90, what="a known-unbound Agent")
-    finally:
-        sim.send_signal(signal.SIGTERM)
-        sim.wait(timeout=30)
-        log.close()
+    with simulated_host(hub, ie, tmp_path / "sim.log", 21) as agent:
+        pass
     return hub, agent["metadata"]["name"]
 
 
@@ -155,24 +138,14 @@ def test_token_reaches_day2_host_in_api_vip_check(hub_factory, tmp_path):
     """A day-2 host (a pool host bound to an imported, installed cluster) is
     given the token in its api-vip-connectivity-check step, as upstream."""
     from test_import import imported
-    if not AGENT.is_file():
-        pytest.fail(f"{AGENT} not built")
     hub = hub_factory(extra_args=["--host-disconnect-timeout", "60s"])
     ie = setup_infraenv(hub)
     imported(hub, "imp", with_imageset=False)
     hub.create_namespace(TOKEN_NS)
     put_secret(hub, {"ignition-token": TOKEN})
-    log = open(tmp_path / "sim.log", "w")
-    sim = subprocess.Popen([str(AGENT), "simulate", "--iso", ie["status"]["isoDownloadURL"],
-                            "--hosts", "1", "--cacert", str(hub.ca_path), "--seed", "23",
-                            "--subnet", "192.168.126.0/24", "--max-poll-seconds", "1"],
-                           stdout=log, stderr=subprocess.STDOUT)
-    try:
-        def known_unbound():
-            items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
-            ok = [a for a in items if a.get("status", {}).get("debugInfo", {}).get("state") == "known-unbound"]
-            return ok[0] if ok else None
-        name = wait_for(known_unbound, timeout=90, what="a known-unbound Agent")["metadata"]["name"]
+    with simulated_host(hub, ie, tmp_path / "sim.log", 23,
+                        args=["--subnet", "192.168.126.0/24", "--max-poll-seconds", "1"]) as agent:
+        name = agent["metadata"]["name"]
         hub.kubectl("-n", NS, "patch", "agents.agent-install.openshift.io", name, "--type", "merge", "-p",
                     json.dumps({"spec": {"ignitionEndpointTokenReference": {"namespace": TOKEN_NS,
                                                                            "name": "user-data"},
@@ -203,7 +176,3 @@ def test_token_reaches_day2_host_in_api_vip_check(hub_factory, tmp_path):
         # ... and nowhere a user can read it.
         assert TOKEN not in json.dumps(get_agent(hub, name))
         assert TOKEN not in hub.log_text()
-    finally:
-        sim.send_signal(signal.SIGTERM)
-        sim.wait(timeout=30)
-        log.close()

@@ -7,7 +7,6 @@ One hub serves the whole module; every test works in its own namespace."""
 
 import json
 import re
-import socket
 import subprocess
 import time
 import uuid
