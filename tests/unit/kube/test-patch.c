@@ -152,6 +152,37 @@ static void test_merge_rfc7386(void **state)
 	ROWS(MERGE, rows);
 }
 
+/* The merge result is a tree of its own: the update path stores it as it
+ * is and changes it (metadata, defaults), which must touch neither the
+ * stored object nor the client's patch. */
+static void test_merge_result_shares_nothing(void **state)
+{
+	const char *doc_s = "{\"metadata\":{\"name\":\"x\",\"labels\":{\"a\":\"1\"}},"
+			    "\"spec\":{\"list\":[1,2],\"kept\":{\"deep\":{\"v\":true}}}}";
+	const char *patch_s = "{\"metadata\":{\"labels\":{\"b\":\"2\"}},"
+			      "\"spec\":{\"new\":{\"n\":[{\"x\":1}]},\"list\":[3]}}";
+	json_t *doc = json_loads(doc_s, 0, NULL), *patch = json_loads(patch_s, 0, NULL);
+	json_t *doc0 = json_deep_copy(doc), *patch0 = json_deep_copy(patch), *res = NULL;
+	ah_err err;
+
+	(void)state;
+	assert_int_equal(patch_merge(doc, patch, &res, &err), 0);
+	/* Change every part of the result that came from either input. */
+	json_object_set_new(json_object_get(json_object_get(res, "metadata"), "labels"), "c", json_string("3"));
+	json_object_set_new(json_object_get(json_object_get(json_object_get(res, "spec"), "kept"), "deep"), "v",
+			    json_false());
+	json_array_append_new(json_object_get(json_object_get(res, "spec"), "list"), json_integer(4));
+	json_object_set_new(json_array_get(json_object_get(json_object_get(json_object_get(res, "spec"), "new"), "n"), 0),
+			    "x", json_integer(2));
+	assert_true(json_equal(doc, doc0));
+	assert_true(json_equal(patch, patch0));
+	json_decref(res);
+	json_decref(doc);
+	json_decref(patch);
+	json_decref(doc0);
+	json_decref(patch0);
+}
+
 /* RFC 6902 appendix A (A.13 is below: it is a parser matter). */
 static void test_json_patch_rfc6902(void **state)
 {
@@ -491,6 +522,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_merge_rfc7386),
+		cmocka_unit_test(test_merge_result_shares_nothing),
 		cmocka_unit_test(test_json_patch_rfc6902),
 		cmocka_unit_test(test_json_patch_rfc6902_a13),
 		cmocka_unit_test(test_json_patch_more),
