@@ -1,6 +1,7 @@
 /* util.c - see util.h. */
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -262,4 +263,21 @@ int util_write_file_atomic(const char *path, const void *data, size_t len, int m
 	if (r < 0)
 		unlink(tmp);
 	return r;
+}
+
+int util_is_uuid(const char *s)
+{
+	size_t i;
+
+	if (!s)
+		return 0;
+	for (i = 0; i < 36; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return 0;
+		} else if (!isxdigit((unsigned char)s[i])) {
+			return 0;
+		}
+	}
+	return s[36] == '\0';
 }

@@ -22,6 +22,9 @@ int64_t util_mono_us(void);
 int util_random_bytes(void *buf, size_t n);
 /* A random RFC 4122 version 4 UUID, lower-case, into buf (>= 37 bytes). */
 int util_uuid4(char *buf, size_t size);
+/* Whether s is a UUID in its text form (8-4-4-4-12 hex digits, either
+ * case), as go-openapi's "uuid" format accepts it. */
+int util_is_uuid(const char *s);
 /* n random bytes as lower-case hex into buf (>= 2n+1 bytes). */
 int util_random_hex(char *buf, size_t nbytes);
 

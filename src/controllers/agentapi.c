@@ -30,6 +30,7 @@
 #include "assisted/validations.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "http/query.h"
 #include "image/ignition.h"
 
 #define AGENT_VERSION_HEADER "discovery_agent_version"
@@ -1126,6 +1127,30 @@ static void host_pass(struct hub *h, const json_t *agent, json_t *host, bool ref
 	host_cluster_release(&hc);
 }
 
+/* Whether the Agent is a host of the InfraEnv ie: its InfraEnv owner
+ * reference names ie's uid; an Agent without one (made by hand) belongs to
+ * the InfraEnv its label names.  A token of one InfraEnv reads or changes
+ * only the hosts this accepts (tenant isolation on the agent API). */
+static bool agent_of_infraenv(const json_t *agent, const json_t *ie)
+{
+	const json_t *meta = json_object_get(ie, "metadata"), *ameta = json_object_get(agent, "metadata"), *ref;
+	const char *label;
+	bool owned = false;
+	size_t i;
+
+	json_array_foreach(json_object_get(ameta, "ownerReferences"), i, ref) {
+		if (!jstr(ref, "kind") || strcmp(jstr(ref, "kind"), "InfraEnv") != 0)
+			continue;
+		owned = true;
+		if (jstr(ref, "uid") && jstr(meta, "uid") && strcmp(jstr(ref, "uid"), jstr(meta, "uid")) == 0)
+			return true;
+	}
+	if (owned)
+		return false;
+	label = jstr(json_object_get(ameta, "labels"), LABEL_INFRAENV);
+	return label && jstr(meta, "name") && strcmp(label, jstr(meta, "name")) == 0;
+}
+
 /* --- authentication ------------------------------------------------------------ */
 
 /* 0 with *ret_ie, or a reply queued in *res. */
@@ -1274,9 +1299,13 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 	if (parse_json_body(req, &body) < 0 || !json_is_object(body))
 		return hub_reply_error(req, 400, "invalid request body: expected a JSON object");
 	host_id = jstr(body, "host_id");
-	if (!host_id || strlen(host_id) != 36) {
+	if (!host_id || !util_is_uuid(host_id)) {
 		json_decref(body);
-		return hub_reply_error(req, 400, "host_id: a UUID is required");
+		return hub_reply_error(req, 400, "host_id in body must be of type uuid");
+	}
+	if (json_object_get(body, "discovery_agent_version") && !json_is_string(json_object_get(body, "discovery_agent_version"))) {
+		json_decref(body);
+		return hub_reply_error(req, 400, "discovery_agent_version in body must be of type string");
 	}
 	/* An InfraEnv being deleted takes no new hosts (its last ones are
 	 * on their way out). */
@@ -1334,6 +1363,15 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 	} else if (r < 0) {
 		json_decref(body);
 		return hub_reply_error(req, 500, "%s", err.message);
+	} else if (!agent_of_infraenv(agent, ie)) {
+		/* The id is a host of another InfraEnv: refused, and that host
+		 * is neither moved nor shown (its details stay its own). */
+		log_info("agent API: host %s of another infra-env refused registration to infra-env %s", host_id, ie_id);
+		res = hub_reply_error(req, 409, "Host %s is registered to another infra-env; it cannot register to infra-env %s",
+				      host_id, ie_id);
+		json_decref(agent);
+		json_decref(body);
+		return res;
 	}
 	/* A new boot: what the last one reported no longer holds. */
 	host = host_of(h, agent, ie_id, LEASE_NEW_BOOT);
@@ -1370,14 +1408,18 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 	}
 	reply = json_deep_copy(host);
 	{
-		char href[256], args[256];
+		char href[256];
+		json_t *a = json_pack("{s:s,s:s,s:s}", "infra_env_id", ie_id, "host_id", host_id, "agent_version",
+				      jstr(body, "discovery_agent_version") ? jstr(body, "discovery_agent_version") : "");
+		/* The agent's own text is encoded as a JSON string, never pasted. */
+		char *args = a ? json_dumps(a, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 
+		json_decref(a);
 		snprintf(href, sizeof(href), API_PREFIX "/infra-envs/%s/hosts/%s", ie_id, host_id);
 		json_object_set_new(reply, "href", json_string(href));
-		snprintf(args, sizeof(args), "{\"infra_env_id\":\"%s\",\"host_id\":\"%s\",\"agent_version\":\"%s\"}",
-			 ie_id, host_id, jstr(body, "discovery_agent_version") ? jstr(body, "discovery_agent_version") : "");
 		json_object_set_new(reply, "next_step_runner_command",
-				    json_pack("{s:s,s:[s],s:i}", "command", "", "args", args, "retry_seconds", 0));
+				    json_pack("{s:s,s:[s],s:i}", "command", "", "args", args ? args : "{}", "retry_seconds", 0));
+		free(args);
 	}
 	res = http_reply_json(req, 201, reply);
 	json_decref(reply);
@@ -1392,14 +1434,13 @@ static int load_host_use(struct hub *h, const json_t *ie, const char *host_id, j
 {
 	const json_t *meta = json_object_get(ie, "metadata");
 	json_t *agent = NULL;
-	const char *label;
 	ah_err err;
 
 	if (kube_get(h->api, h->k_agent, jstr(meta, "namespace"), host_id, &agent, &err) < 0)
 		return -ENOENT;
-	/* An agent of one InfraEnv cannot touch another's hosts. */
-	label = jstr(json_object_get(json_object_get(agent, "metadata"), "labels"), LABEL_INFRAENV);
-	if (!label || strcmp(label, jstr(meta, "name")) != 0) {
+	/* An agent of one InfraEnv cannot touch another's hosts: to it they
+	 * do not exist (upstream keys hosts by InfraEnv and id). */
+	if (!agent_of_infraenv(agent, ie)) {
 		json_decref(agent);
 		return -ENOENT;
 	}
@@ -1524,15 +1565,46 @@ static enum MHD_Result do_instructions(struct hub *h, struct http_req *req, cons
 	return res;
 }
 
+/* models/step_type.go: the step types an agent may reply to. */
+#define STEP_TYPES_TEXT                                                                                  \
+	"connectivity-check execute inventory install free-network-addresses dhcp-lease-allocate "     \
+	"api-vip-connectivity-check tang-connectivity-check verify-vips ntp-synchronizer "              \
+	"installation-disk-speed-check container-image-availability domain-resolution stop-installation " \
+	"logs-gather next-step-runner upgrade-agent download-boot-artifacts reboot-for-reclaim"
+
+static bool step_type_known(const char *t)
+{
+	static const char all[] = STEP_TYPES_TEXT;
+	const char *p = all;
+	size_t n;
+
+	if (!t || !*t || strchr(t, ' '))
+		return false;
+	n = strlen(t);
+	while ((p = strstr(p, t))) {
+		if ((p == all || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
 static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
 {
 	json_t *agent = NULL, *host = NULL, *body = NULL;
 	struct host_cluster hc;
+	enum MHD_Result res;
 	ah_err err;
 	int r;
 
 	if (parse_json_body(req, &body) < 0 || !json_is_object(body))
 		return hub_reply_error(req, 400, "invalid step reply: expected a JSON object");
+	if (!step_type_known(jstr(body, "step_type"))) {
+		res = hub_reply_error(req, 400, "step_type in body should be one of [%s]: \"%s\"", STEP_TYPES_TEXT,
+				      jstr(body, "step_type") ? jstr(body, "step_type") : "");
+		json_decref(body);
+		return res;
+	}
 	if (load_host(h, ie, host_id, &agent, &host) < 0) {
 		json_decref(body);
 		return hub_reply_error(req, 404, "host %s not found", host_id);
@@ -1713,6 +1785,16 @@ enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
 		return hub_reply_error(req, 404, "path %s not found", req->path);
 	if (auth_infraenv(h, req, ie_id, &ie, &res) < 0)
 		return res;
+	if (http_query_nul(req)) {
+		res = hub_reply_error(req, 400, "%s in query must not hold a NUL byte", http_query_nul(req));
+		json_decref(ie);
+		return res;
+	}
+	/* As go-openapi: the path's ids are UUIDs, or 400 naming the one. */
+	if (n >= 2 && !util_is_uuid(host_id)) {
+		json_decref(ie);
+		return hub_reply_error(req, 400, "host_id in path must be of type uuid: \"%s\"", host_id);
+	}
 	if (n == 1 && strcmp(req->method, "POST") == 0 && strstr(p, "/hosts") && !host_id[0]) {
 		res = do_register(h, req, ie);
 	} else if (n == 3 && strcmp(rest, "instructions") == 0 && strcmp(req->method, "GET") == 0) {

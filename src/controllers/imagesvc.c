@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "image/ignition.h"
+#include "http/query.h"
 #include "image/ipxe.h"
 #include "image/iso.h"
 
@@ -655,6 +656,13 @@ enum MHD_Result hub_downloads(struct hub *h, struct http_req *req, bool *handled
 	/* As go-openapi: authentication first, then the parameters. */
 	if (authorize(h, req, http_query(req, "api_key"), id, true, &ie, &res) < 0)
 		return res;
+	/* A NUL cuts the value short for every reader: "discovery.ign%00x"
+	 * is not discovery.ign. */
+	if (http_query_nul(req)) {
+		res = hub_reply_error(req, 400, "%s in query must not hold a NUL byte", http_query_nul(req));
+		json_decref(ie);
+		return res;
+	}
 	file = http_query(req, "file_name");
 	type = http_query(req, "ipxe_script_type");
 	iso_type = http_query(req, "discovery_iso_type");
