@@ -2,8 +2,14 @@
  *
  * Plain scalars follow the YAML 1.2 core schema as Kubernetes (sigs.k8s.io/yaml)
  * reads them: null/~/empty, true/false, integers, floats; quoted scalars and
- * scalars tagged !!str are strings.  Aliases copy their anchor's value, with
- * a bound on the total copied so a small hostile document cannot explode. */
+ * scalars tagged !!str are strings.  Aliases copy their anchor's value.
+ *
+ * Refused with 400 (err->reason "BadRequest") and the reason: a NUL
+ * character in a scalar, a key given twice in one mapping, a mapping or
+ * sequence as a key, an integer out of the 64-bit range or a float out of
+ * the double range, nesting past 128 levels, and a document that would
+ * expand past 500,000 nodes or 16 MiB of text (aliases' copies counted,
+ * checked before each node is built). */
 #ifndef AH_BASE_YAMLJSON_H
 #define AH_BASE_YAMLJSON_H
 

@@ -8,6 +8,7 @@
  * no selector needs the objects, so listing thousands of objects is a copy. */
 #include "kubeapi.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -692,30 +693,69 @@ static enum MHD_Result reply_kerr(struct http_req *req, const struct target *t, 
 	return r;
 }
 
-static int parse_body(struct http_req *req, json_t **ret, ah_err *err)
+/* The media type of the request body, lower-case, without parameters
+ * ("application/json; charset=utf-8" is "application/json"); "" when the
+ * request names none, which kube-apiserver reads as its first supported
+ * type, JSON. */
+static void body_media_type(struct http_req *req, char *out, size_t size)
 {
+	const char *ct = http_header(req, "Content-Type");
+	size_t n = 0;
+
+	if (ct)
+		while (*ct == ' ' || *ct == '\t')
+			ct++;
+	while (ct && ct[n] && ct[n] != ';' && ct[n] != ' ' && ct[n] != '\t' && n + 1 < size) {
+		out[n] = (char)tolower((unsigned char)ct[n]);
+		n++;
+	}
+	out[n] = '\0';
+}
+
+enum body_kind {
+	BODY_OBJECT, /* create, update: application/json or application/yaml */
+	BODY_PATCH,  /* the body of a patch: JSON whatever the patch type */
+	BODY_DELETE, /* DeleteOptions: JSON */
+};
+
+/* Decode the request body by its Content-Type: JSON for application/json
+ * (and a patch's types), YAML only for application/yaml; anything else is
+ * 415.  Both decoders refuse NUL bytes, duplicate keys and numbers out of
+ * range with 400 and the reason. */
+static int parse_body(struct http_req *req, enum body_kind kind, json_t **ret, ah_err *err)
+{
+	char mt[128];
 	json_error_t jerr;
 	json_t *doc;
 
+	body_media_type(req, mt, sizeof(mt));
+	if (kind == BODY_OBJECT && mt[0] && strcmp(mt, "application/json") != 0 && strcmp(mt, "application/yaml") != 0)
+		return ah_err_set(err, EINVAL, 415, "UnsupportedMediaType",
+				  "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml");
 	if (req->body.len == 0)
 		return ah_err_set(err, EINVAL, 400, "BadRequest", "the request body is empty");
-	doc = json_loadb(req->body.buf, req->body.len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!doc) {
-		/* kubectl and client-go send JSON; accept YAML too for curl users. */
+	if (kind == BODY_OBJECT && strcmp(mt, "application/yaml") == 0) {
 		json_t *docs = NULL;
-		ah_err yerr;
+		int r = yaml_parse_all(req->body.buf, req->body.len, &docs, err);
 
-		if (yaml_parse_all(req->body.buf, req->body.len, &docs, &yerr) == 0 &&
-		    json_array_size(docs) == 1 && json_is_object(json_array_get(docs, 0))) {
-			doc = json_incref(json_array_get(docs, 0));
-			json_decref(docs);
-		} else {
+		if (r < 0)
+			return r == -ENOMEM ? ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory") : r;
+		if (json_array_size(docs) != 1 || !json_is_object(json_array_get(docs, 0))) {
 			json_decref(docs);
 			return ah_err_set(err, EINVAL, 400, "BadRequest",
-					  "the request body is not valid JSON: %s at line %d column %d",
-					  jerr.text, jerr.line, jerr.column);
+					  "the request body must be one YAML document holding an object");
 		}
+		*ret = json_incref(json_array_get(docs, 0));
+		json_decref(docs);
+		return 0;
 	}
+	/* jansson refuses a NUL byte (raw or \u0000), integers and reals out
+	 * of range, and with JSON_REJECT_DUPLICATES a key given twice. */
+	doc = json_loadb(req->body.buf, req->body.len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!doc)
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "the request body is not valid JSON: %s at line %d column %d", jerr.text, jerr.line,
+				  jerr.column);
 	*ret = doc;
 	return 0;
 }
@@ -1275,7 +1315,7 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 			return handle_list(ka, req, t);
 		}
 		if (strcmp(m, "POST") == 0) {
-			r = parse_body(req, &body, &err);
+			r = parse_body(req, BODY_OBJECT, &body, &err);
 			if (r < 0)
 				goto fail;
 			o.want_text = true;
@@ -1314,7 +1354,7 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 		goto done;
 	}
 	if (strcmp(m, "PUT") == 0) {
-		r = parse_body(req, &body, &err);
+		r = parse_body(req, BODY_OBJECT, &body, &err);
 		if (r < 0)
 			goto fail;
 		o.want_text = true;
@@ -1334,7 +1374,7 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 				       "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json");
 			goto fail;
 		}
-		r = parse_body(req, &body, &err);
+		r = parse_body(req, BODY_PATCH, &body, &err);
 		if (r < 0)
 			goto fail;
 		o.want_text = true;
@@ -1348,7 +1388,12 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 	if (strcmp(m, "DELETE") == 0) {
 		const char *prop = http_query(req, "propagationPolicy");
 
-		if (req->body.len > 0 && parse_body(req, &body, &err) == 0) {
+		if (req->body.len > 0) {
+			r = parse_body(req, BODY_DELETE, &body, &err);
+			if (r < 0)
+				goto fail;
+		}
+		if (body) {
 			const char *bp = json_string_value(json_object_get(body, "propagationPolicy"));
 			json_t *pre = json_object_get(body, "preconditions");
 

@@ -6,7 +6,7 @@ API server and the upstream assisted-service have."""
 import json
 import time
 
-from conftest import wait_for
+from conftest import status_shape, wait_for
 from test_discovery import NS, agent_api, fetch, setup_infraenv, simulated_host
 
 INFRAENV_LABEL = "infraenvs.agent-install.openshift.io"
@@ -132,3 +132,106 @@ def test_agent_api_validates_ids_step_types_file_names_and_versions(hub):
     assert "file_name" in err["reason"], err
     status, _, body = fetch(hub, f"{ign}?api_key={tok}&file_name=discovery.ign")
     assert status == 200, body
+
+
+# ---- 2. request bodies decoded by their Content-Type --------------------------
+
+
+def cm(name, ns, data=None):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
+            "data": data or {"k": "v"}}
+
+
+def test_body_decoded_by_content_type(module_hub, ns):
+    hub = module_hub
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    # JSON, with or without a charset parameter, and no Content-Type at all
+    # (kube-apiserver reads that as JSON, its first type).
+    assert hub.request("POST", path, cm("a", ns)).status == 201
+    r = hub.request("POST", path, cm("b", ns), content_type="application/json; charset=utf-8")
+    assert r.status == 201, r
+    conn = hub.connection()
+    conn.request("POST", path, body=json.dumps(cm("c", ns)),
+                  headers={"Authorization": f"Bearer {hub.token}", "Accept": "application/json"})
+    resp = conn.getresponse()
+    assert resp.status == 201, resp.read()
+    conn.close()
+    # YAML only as application/yaml.
+    yaml_body = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\n  namespace: {ns}\ndata:\n  k: v\n"
+    r = hub.request("POST", path, yaml_body, content_type="application/yaml")
+    assert r.status == 201, r
+    r = hub.request("POST", path, yaml_body.replace("name: d", "name: e"), content_type="application/json")
+    assert r.status == 400, r
+    status_shape(r.json(), 400, "BadRequest")
+    assert "not valid JSON" in r.json()["message"]
+    # Anything else: 415 as kube-apiserver says it.
+    for ct in ("text/plain", "application/x-www-form-urlencoded", "application/jsonx"):
+        r = hub.request("POST", path, json.dumps(cm("f", ns)), content_type=ct)
+        assert r.status == 415, (ct, r)
+        status_shape(r.json(), 415, "UnsupportedMediaType")
+        assert r.json()["message"].startswith("the body of the request was in an unknown format"), r.json()
+    assert hub.request("GET", f"{path}/f").status == 404
+    # kubectl (JSON) keeps working: create, apply, patch, replace, delete.
+    hub.kubectl("-n", ns, "create", "configmap", "g", "--from-literal=x=1")
+    hub.kubectl("-n", ns, "patch", "configmap", "g", "-p", '{"data":{"x":"2"}}', "--type=merge")
+    hub.kubectl("-n", ns, "delete", "configmap", "g")
+
+
+def test_nul_bytes_duplicate_keys_and_big_numbers_are_400(module_hub, ns):
+    hub = module_hub
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    cases = [
+        ("application/json", '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"n\\u0000x"}}', "NUL"),
+        ("application/json", b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"n\x00x"}}', "JSON"),
+        ("application/yaml", 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "n\\0x"\n', "NUL"),
+        ("application/yaml", 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\ndata:\n  k: "a\\0b"\n',
+         "NUL"),
+        ("application/json", '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d1","name":"d2"}}',
+         "duplicate"),
+        ("application/yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d1\n  name: d2\n",
+         "already set in map"),
+        ("application/json", '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"i",'
+         '"generation":99999999999999999999999}}', "too big"),
+        ("application/yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: i\n"
+         "  generation: 99999999999999999999999\n", "out of the 64-bit range"),
+    ]
+    for ct, body, why in cases:
+        r = hub.request("POST", path, body, content_type=ct)
+        assert r.status == 400, (body, r)
+        status_shape(r.json(), 400, "BadRequest")
+        assert why in r.json()["message"], (body, r.json())
+    # Nothing got in: the namespace lists no ConfigMap and deletes at once.
+    assert hub.get_json(path)["items"] == []
+    hub.kubectl("delete", "namespace", ns, "--timeout=30s")
+
+
+# ---- 3. YAML bounded before the document is built -----------------------------
+
+
+def hub_rss_kb(hub):
+    for line in open(f"/proc/{hub.proc.pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def test_yaml_bombs_are_refused_quickly_and_small(module_hub, ns):
+    hub = module_hub
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    # Nested mapping keys whose printed form doubled per level.
+    nested = "{" * 40 + "}" * 40
+    # Aliases of a long string: bounded by the bytes they copy.
+    big = "x" * 4096
+    aliases = "a: &a \"" + big + "\"\nb: [" + ",".join(["*a"] * 250000) + "]\n"
+    assert len(aliases) < 3 * 1024 * 1024
+    # The classic laughs: each level ten aliases of the one before.
+    laughs = "a0: &a0 [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+        f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 12))
+    for body in (nested, aliases, laughs):
+        t0 = time.monotonic()
+        r = hub.request("POST", path, body, content_type="application/yaml", timeout=60)
+        took = time.monotonic() - t0
+        assert r.status == 400, r
+        status_shape(r.json(), 400, "BadRequest")
+        assert took < 10, took
+    assert hub_rss_kb(hub) < 400 * 1024, hub_rss_kb(hub)

@@ -120,6 +120,75 @@ static void test_deep_nesting_bounded(void **state)
 	assert_true(yaml_parse_all(buf, strlen(buf), &docs, &err) < 0);
 }
 
+static void refused(const char *y, size_t len, const char *why)
+{
+	json_t *docs = NULL;
+	ah_err err;
+
+	assert_true(yaml_parse_all(y, len, &docs, &err) < 0);
+	assert_null(docs);
+	assert_int_equal(err.status, 400);
+	if (!strstr(err.message, why))
+		fail_msg("%s: message %s lacks %s", y, err.message, why);
+}
+
+static void test_hostile_scalars_and_keys(void **state)
+{
+	refused("a: \"x\\0y\"\n", strlen("a: \"x\\0y\"\n"), "NUL");
+	refused("\"k\\0\": 1\n", strlen("\"k\\0\": 1\n"), "NUL");
+	refused("a: 1\nb: 2\na: 3\n", strlen("a: 1\nb: 2\na: 3\n"), "key \"a\" already set in map");
+	refused("a: 99999999999999999999\n", strlen("a: 99999999999999999999\n"), "out of the 64-bit range");
+	refused("a: -99999999999999999999\n", strlen("a: -99999999999999999999\n"), "out of the 64-bit range");
+	refused("a: 1e999\n", strlen("a: 1e999\n"), "floating-point range");
+	refused("? [a]\n: 1\n", strlen("? [a]\n: 1\n"), "key must be a scalar");
+	refused("? {a: 1}\n: 1\n", strlen("? {a: 1}\n: 1\n"), "key must be a scalar");
+	refused("x: &k [1]\n? *k\n: 2\n", strlen("x: &k [1]\n? *k\n: 2\n"), "key must be a scalar");
+}
+
+/* Nested mapping keys that doubled in size at each level (an 80-byte
+ * body took 1.6 GB): refused at the first complex key. */
+static void test_nested_keys_bounded(void **state)
+{
+	char buf[256];
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < 60; i++)
+		buf[n++] = '{', buf[n++] = '{';
+	buf[n] = '\0';
+	refused(buf, n, "key must be a scalar");
+}
+
+/* Aliases are bounded by the bytes they copy, not the values: few large
+ * strings copied many times stop at the bound. */
+static void test_alias_bytes_bounded(void **state)
+{
+	size_t len = 64 * 1024, n = 0, cap = len + 256 * 1024;
+	char *buf = malloc(cap);
+	int i;
+
+	assert_non_null(buf);
+	n += (size_t)snprintf(buf, cap, "s: &s \"");
+	memset(buf + n, 'x', len);
+	n += len;
+	n += (size_t)snprintf(buf + n, cap - n, "\"\nl: [");
+	for (i = 0; i < 1000; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "*s,");
+	n += (size_t)snprintf(buf + n, cap - n, "*s]\n");
+	refused(buf, n, "excessive aliasing");
+	free(buf);
+}
+
+static void test_scalar_keys_printed(void **state)
+{
+	json_t *got = one("1: a\ntrue: b\n");
+	json_t *want = json_loads("{\"1\": \"a\", \"true\": \"b\"}", 0, NULL);
+
+	assert_true(json_equal(got, want));
+	json_decref(got);
+	json_decref(want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -129,6 +198,10 @@ int main(void)
 		cmocka_unit_test(test_deep_nesting_bounded),
 		cmocka_unit_test(test_aliases),
 		cmocka_unit_test(test_alias_bomb_bounded),
+		cmocka_unit_test(test_hostile_scalars_and_keys),
+		cmocka_unit_test(test_nested_keys_bounded),
+		cmocka_unit_test(test_alias_bytes_bounded),
+		cmocka_unit_test(test_scalar_keys_printed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
