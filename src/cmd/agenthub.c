@@ -1,6 +1,8 @@
 /* agenthub.c - the hub daemon's command line: `agenthub serve` runs the
  * Kubernetes-compatible API on the embedded store. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -23,6 +25,71 @@
 #define DEFAULT_MAX_BODY (3u * 1024 * 1024)
 
 static volatile sig_atomic_t got_signal;
+
+/* The data directory holds every Secret (in the store), the CA key and
+ * the tokens: it is 0700 and each file in it 0600, whatever the umask or
+ * an older version left.  Looser modes are tightened at start, each with a
+ * log line; entries are read through their descriptors (O_NOFOLLOW), so a
+ * symbolic link is never followed out of the directory.  Bounded: at most
+ * 4 levels deep. */
+static int tighten_dir(int dfd, const char *path, int depth)
+{
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	int r = 0;
+
+	if (fstat(dfd, &st) < 0)
+		return -errno;
+	if ((st.st_mode & 077) && fchmod(dfd, 0700) == 0)
+		log_warn("data directory %s was mode %04o: now 0700", path, (unsigned)(st.st_mode & 07777));
+	else if (st.st_mode & 077)
+		return -errno;
+	d = fdopendir(dfd);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+		int fd;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue; /* a symbolic link, or gone meanwhile */
+		if (fstat(fd, &st) < 0) {
+			close(fd);
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (depth < 4)
+				r = tighten_dir(fd, sub, depth + 1) < 0 ? -1 : r; /* closes fd */
+			else
+				close(fd);
+			continue;
+		}
+		if (S_ISREG(st.st_mode) && (st.st_mode & 077)) {
+			if (fchmod(fd, 0600) == 0)
+				log_warn("%s was mode %04o: now 0600 (the data directory holds secrets)", sub,
+					 (unsigned)(st.st_mode & 07777));
+			else
+				r = -errno;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return r;
+}
+
+static int secure_data_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return tighten_dir(fd, dir, 0);
+}
 
 static void on_signal(int sig)
 {
@@ -284,8 +351,15 @@ static int serve(int argc, char **argv)
 		return 2;
 	if (o.verbose)
 		log_set_level(LOG_LVL_DEBUG);
+	/* Every file the hub creates (store, WAL, keys, kubeconfig) is the
+	 * owner's only. */
+	umask(077);
 	if (mkdir(o.data_dir, 0700) < 0 && errno != EEXIST) {
 		log_error("cannot create data directory %s: %s", o.data_dir, strerror(errno));
+		return 1;
+	}
+	if (secure_data_dir(o.data_dir) < 0) {
+		log_error("cannot make data directory %s private (0700, files 0600): %s", o.data_dir, strerror(errno));
 		return 1;
 	}
 	listen_host(o.listen, host, sizeof(host));
@@ -311,6 +385,14 @@ static int serve(int argc, char **argv)
 		if (r < 0) {
 			if (r == -EBUSY)
 				log_error("cannot open the store %s: another agenthub process is using it", db);
+			else if (r == -EPROTO)
+				log_error("cannot open the store %s: the file is not an agenthub store of a schema this build knows; "
+					  "refusing to serve it (point --data-dir elsewhere, or restore the right file)", db);
+			else if (r == -EUCLEAN)
+				log_error("the store %s is corrupt (SQLite's PRAGMA quick_check failed): refusing to serve it. "
+					  "Stop here and restore the file from a backup (or run `sqlite3 %s .recover` into a new "
+					  "file and put that in its place); moving it aside starts an empty store",
+					  db, db);
 			else
 				log_error("cannot open the store %s: %s", db, strerror(-r));
 			goto out_creds;

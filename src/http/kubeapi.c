@@ -19,6 +19,7 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "base/yamljson.h"
+#include "http/query.h"
 #include "kube/selector.h"
 #include "kube/table.h"
 
@@ -760,6 +761,99 @@ static int parse_body(struct http_req *req, enum body_kind kind, json_t **ret, a
 	return 0;
 }
 
+/* Query parameters as kube-apiserver decodes them into ListOptions,
+ * GetOptions and DeleteOptions: a value that does not parse is 400 naming
+ * the parameter, before anything is read or written. */
+static int query_int(struct http_req *req, const char *key, ah_err *err)
+{
+	const char *v = http_query(req, key);
+	char *end;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	(void)strtoll(v, &end, 10);
+	if (*end || errno == ERANGE)
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "%s: Invalid value: \"%s\": strconv.ParseInt: parsing \"%s\": %s", key, v, v,
+				  errno == ERANGE ? "value out of range" : "invalid syntax");
+	return 0;
+}
+
+static int query_bool(struct http_req *req, const char *key, ah_err *err)
+{
+	const char *v = http_query(req, key);
+	bool b;
+
+	if (!v || !*v || http_parse_bool(v, &b) == 0)
+		return 0;
+	return ah_err_set(err, EINVAL, 400, "BadRequest",
+			  "%s: Invalid value: \"%s\": strconv.ParseBool: parsing \"%s\": invalid syntax", key, v, v);
+}
+
+/* A resourceVersion is the decimal revision of the store (kube's etcd
+ * storage: a uint64). */
+static int query_rv(struct http_req *req, ah_err *err)
+{
+	const char *v = http_query(req, "resourceVersion"), *m = http_query(req, "resourceVersionMatch");
+	const char *p;
+
+	if (v && *v) {
+		for (p = v; *p >= '0' && *p <= '9'; p++)
+			;
+		if (*p || p - v > 19)
+			return ah_err_set(err, EINVAL, 400, "BadRequest",
+					  "resourceVersion: Invalid value: \"%s\": invalid resource version", v);
+	}
+	if (m && *m && strcmp(m, "NotOlderThan") != 0 && strcmp(m, "Exact") != 0)
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "resourceVersionMatch: Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"", m);
+	return 0;
+}
+
+static int check_propagation(const char *v, ah_err *err)
+{
+	if (!v || strcmp(v, "Orphan") == 0 || strcmp(v, "Background") == 0 || strcmp(v, "Foreground") == 0)
+		return 0;
+	return ah_err_set(err, EINVAL, 422, "Invalid",
+			  "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"%s\": supported values: \"Foreground\", \"Background\", \"Orphan\"",
+			  v);
+}
+
+static int check_query(struct http_req *req, bool named, ah_err *err)
+{
+	const char *m = req->method, *nul = http_query_nul(req);
+	int r = 0;
+
+	if (nul)
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "%s: Invalid value: the query parameter holds a NUL byte",
+				  nul);
+	if (strcmp(m, "GET") == 0) {
+		r = query_rv(req, err);
+		if (r == 0 && !named) {
+			static const char *const ints[] = { "limit", "timeoutSeconds", NULL };
+			static const char *const bools[] = { "watch", "allowWatchBookmarks", "sendInitialEvents", NULL };
+
+			for (int i = 0; r == 0 && ints[i]; i++)
+				r = query_int(req, ints[i], err);
+			for (int i = 0; r == 0 && bools[i]; i++)
+				r = query_bool(req, bools[i], err);
+			if (r == 0 && http_query(req, "continue") && *http_query(req, "continue") &&
+			    http_query(req, "resourceVersion") && *http_query(req, "resourceVersion") &&
+			    strcmp(http_query(req, "resourceVersion"), "0") != 0)
+				r = ah_err_set(err, EINVAL, 400, "BadRequest",
+					       "resourceVersion: Forbidden: specifying resource version is not allowed when using continue");
+		}
+	} else if (strcmp(m, "DELETE") == 0) {
+		r = query_int(req, "gracePeriodSeconds", err);
+		if (r == 0)
+			r = query_bool(req, "orphanDependents", err);
+		if (r == 0)
+			r = check_propagation(http_query(req, "propagationPolicy"), err);
+	}
+	return r;
+}
+
 static int parse_opts(struct http_req *req, struct kube_opts *o, ah_err *err)
 {
 	const char *dry = http_query(req, "dryRun");
@@ -1302,15 +1396,19 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 	o.warnings = warnings;
 	o.status = t->status;
 	r = parse_opts(req, &o, &err);
+	if (r == 0)
+		r = check_query(req, t->name[0] != '\0', &err);
 	if (r < 0)
 		goto fail;
 	if (!t->name[0]) {
 		if (strcmp(m, "GET") == 0) {
-			const char *w = http_query(req, "watch");
+			bool w = false;
 
 			json_decref(causes);
 			json_decref(warnings);
-			if (w && (strcmp(w, "1") == 0 || strcmp(w, "true") == 0))
+			/* Checked by check_query: Go's ParseBool ("True" from the
+			 * Python client included). */
+			if (http_query(req, "watch") && http_parse_bool(http_query(req, "watch"), &w) == 0 && w)
 				return handle_watch(ka, req, t);
 			return handle_list(ka, req, t);
 		}
@@ -1397,8 +1495,15 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 			const char *bp = json_string_value(json_object_get(body, "propagationPolicy"));
 			json_t *pre = json_object_get(body, "preconditions");
 
+			if (json_object_get(body, "propagationPolicy") && !json_is_null(json_object_get(body, "propagationPolicy")) && !bp) {
+				r = ah_err_set(&err, EINVAL, 400, "BadRequest", "propagationPolicy: must be a string");
+				goto fail;
+			}
 			if (bp)
 				prop = bp;
+			r = check_propagation(bp, &err);
+			if (r < 0)
+				goto fail;
 			if (json_object_get(body, "dryRun") && json_array_size(json_object_get(body, "dryRun")))
 				o.dry_run = true;
 			o.precondition_uid = json_string_value(json_object_get(pre, "uid"));

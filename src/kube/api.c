@@ -1073,6 +1073,12 @@ int kube_delete(struct kube_api *api, const struct kube_kind *k, const char *ns,
 	bool orphan = o && o->propagation && strcmp(o->propagation, "Orphan") == 0;
 	bool is_ns = !k->group[0] && strcmp(k->plural, "namespaces") == 0;
 
+	/* kube-apiserver's NamespaceLifecycle admission: the system
+	 * namespaces stay. */
+	if (is_ns && (strcmp(name, "default") == 0 || strcmp(name, "kube-system") == 0 ||
+		      strcmp(name, "kube-public") == 0))
+		return ah_err_set(err, EPERM, 403, "Forbidden",
+				  "namespaces \"%s\" is forbidden: this namespace may not be deleted", name);
 	if (!k->namespaced)
 		ns = "";
 	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {

@@ -90,7 +90,9 @@ struct store_options {
 /* url: a filesystem path to the SQLite database file ("sqlite:" prefix
  * optional), or "postgres://..." when built with libpq (not yet: -ENOTSUP).
  * opts may be NULL.  The parent directory must exist; the file is created.
- * -EPROTO if the file holds a schema version this build does not know.
+ * -EPROTO if the file is not a SQLite database or holds a schema version
+ * this build does not know; -EUCLEAN if SQLite's PRAGMA quick_check finds
+ * it damaged (it is checked at every open, before anything is served).
  * store_close() must not race with any other call on the same store. */
 int store_open(const char *url, const struct store_options *opts, store **ret);
 void store_close(store *s);

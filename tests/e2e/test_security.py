@@ -6,7 +6,7 @@ API server and the upstream assisted-service have."""
 import json
 import time
 
-from conftest import status_shape, wait_for
+from conftest import HubStartError, status_shape, wait_for
 from test_discovery import NS, agent_api, fetch, setup_infraenv, simulated_host
 
 INFRAENV_LABEL = "infraenvs.agent-install.openshift.io"
@@ -235,3 +235,122 @@ def test_yaml_bombs_are_refused_quickly_and_small(module_hub, ns):
         status_shape(r.json(), 400, "BadRequest")
         assert took < 10, took
     assert hub_rss_kb(hub) < 400 * 1024, hub_rss_kb(hub)
+
+
+# ---- 8. query parameters and system namespaces on the kube API ----------------
+
+
+def test_query_parameters_validated_as_kube_apiserver_does(module_hub, ns):
+    hub = module_hub
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    assert hub.request("POST", path, cm("q", ns)).status == 201
+    for query, param in (("limit=abc", "limit"), ("resourceVersion=abc", "resourceVersion"),
+                         ("timeoutSeconds=soon", "timeoutSeconds"), ("watch=yes", "watch"),
+                         ("watch=1&resourceVersion=-1", "resourceVersion"),
+                         ("allowWatchBookmarks=maybe", "allowWatchBookmarks"),
+                         ("resourceVersionMatch=Newest", "resourceVersionMatch"),
+                         ("labelSelector=a%00b", "labelSelector")):
+        r = hub.get(f"{path}?{query}")
+        assert r.status == 400, (query, r)
+        status_shape(r.json(), 400, "BadRequest")
+        assert r.json()["message"].startswith(param), (query, r.json())
+    r = hub.get(f"{path}/q?resourceVersion=abc")
+    assert r.status == 400 and "resourceVersion" in r.json()["message"], r
+    # Valid forms still work, booleans as Go's ParseBool reads them.
+    assert hub.get(f"{path}?limit=1&resourceVersion=0").status == 200
+    for true in ("1", "t", "T", "TRUE", "true", "True"):
+        w = hub.watch(f"{path}?watch={true}&timeoutSeconds=5")
+        assert w.status == 200
+        ev = w.next_event(timeout=10)
+        w.close()
+        assert ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == "q", ev
+    r = hub.get(f"{path}?watch=False")
+    assert r.status == 200 and r.json()["kind"] == "ConfigMapList", r
+
+    # propagationPolicy: one of the three, or nothing is deleted.
+    r = hub.request("DELETE", f"{path}/q?propagationPolicy=bogus")
+    assert r.status == 422, r
+    status_shape(r.json(), 422, "Invalid")
+    assert "propagationPolicy" in r.json()["message"]
+    r = hub.request("DELETE", f"{path}/q", {"kind": "DeleteOptions", "apiVersion": "v1",
+                                             "propagationPolicy": "Sideways"})
+    assert r.status == 422, r
+    r = hub.request("DELETE", f"{path}/q?gracePeriodSeconds=later")
+    assert r.status == 400 and "gracePeriodSeconds" in r.json()["message"], r
+    assert hub.get(f"{path}/q").status == 200
+    r = hub.request("DELETE", f"{path}/q?propagationPolicy=Foreground")
+    assert r.status == 200, r
+
+
+def test_system_namespaces_cannot_be_deleted(module_hub):
+    hub = module_hub
+    for name in ("default", "kube-system", "kube-public"):
+        r = hub.request("DELETE", f"/api/v1/namespaces/{name}")
+        assert r.status == 403, (name, r)
+        status_shape(r.json(), 403, "Forbidden")
+        assert r.json()["message"] == f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+    res = hub.kubectl("delete", "namespace", "default", check=False)
+    assert res.returncode != 0 and "this namespace may not be deleted" in res.stderr, res.stderr
+    assert hub.get_json("/api/v1/namespaces/default")["metadata"]["name"] == "default"
+
+
+# ---- 5. the data directory is private ------------------------------------------
+
+
+def modes(data_dir):
+    return {p.name: p.stat().st_mode & 0o7777 for p in data_dir.rglob("*") if p.is_file()}
+
+
+def test_data_dir_and_files_are_private(hub_factory):
+    hub = hub_factory(start=False)
+    d = hub.data_dir
+    d.chmod(0o755)
+    (d / "notes.txt").write_text("left here by hand\n")
+    (d / "notes.txt").chmod(0o644)
+    hub.start()
+    log = hub.log_text()
+    assert d.stat().st_mode & 0o777 == 0o700
+    assert f"data directory {d} was mode 0755: now 0700" in log, log
+    assert f"{d}/notes.txt was mode 0644: now 0600" in log, log
+    hub.kubectl("create", "namespace", "private")
+    hub.kubectl("-n", "private", "create", "secret", "generic", "s", "--from-literal=password=hunter2")
+    m = modes(d)
+    assert "agenthub.db" in m and "kubeconfig" in m, m
+    assert all(v == 0o600 for v in m.values()), {k: oct(v) for k, v in m.items()}
+    hub.stop()
+    # Loosened while stopped: tightened again at the next start, with a line.
+    (d / "agenthub.db").chmod(0o644)
+    d.chmod(0o711)
+    hub.start()
+    assert d.stat().st_mode & 0o777 == 0o700
+    assert f"{d}/agenthub.db was mode 0644: now 0600" in hub.log_text()
+    assert all(v == 0o600 for v in modes(d).values()), modes(d)
+    assert "hunter2" not in hub.log_text()
+
+
+# ---- 9. a corrupt store is refused at start ------------------------------------
+
+
+def test_corrupt_store_is_refused_at_start(hub_factory):
+    hub = hub_factory()
+    hub.kubectl("create", "namespace", "fill")
+    for i in range(150):
+        r = hub.request("POST", "/api/v1/namespaces/fill/configmaps",
+                        cm(f"c{i:03d}", "fill", {"k": "v" * 2000}))
+        assert r.status == 201, r
+    hub.stop()
+    db = hub.data_dir / "agenthub.db"
+    size = db.stat().st_size
+    assert size > 64 * 4096, size
+    # One damaged page in the middle of the file (a torn copy, a bad disk).
+    with open(db, "r+b") as f:
+        f.seek((size // 4096 // 2) * 4096 + 512)
+        f.write(bytes((i * 37 + 11) & 0xff for i in range(2048)))
+    try:
+        hub.start(timeout=20)
+    except HubStartError as e:
+        log = e.log
+    else:
+        raise AssertionError("a corrupt store was served")
+    assert f"the store {db} is corrupt" in log and "quick_check" in log, log[-2000:]
+    assert "restore the file from a backup" in log, log[-2000:]

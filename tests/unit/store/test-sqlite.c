@@ -952,6 +952,38 @@ static void test_open_errors(void **state)
 	assert_null(s);
 }
 
+/* A store with one damaged page is refused at open (PRAGMA quick_check),
+ * not served until a read reaches the damage. */
+static void test_corrupt_page_refused(void **state)
+{
+	struct fixture *f = *state;
+	char name[32], junk[1024];
+	struct stat st;
+	store *s = NULL;
+	int fd, i;
+
+	for (i = 0; i < 400; i++) {
+		snprintf(name, sizeof(name), "obj-%04d", i);
+		mk(f->s, "things", "ns", name, "some payload to fill a few pages of the table");
+	}
+	store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(store_open(f->path, NULL, &s), 0);
+	store_close(s);
+	s = NULL;
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_true(st.st_size > 16 * 4096);
+	for (i = 0; i < (int)sizeof(junk); i++)
+		junk[i] = (char)(i * 37 + 11);
+	fd = open(f->path, O_WRONLY);
+	assert_true(fd >= 0);
+	/* The middle of a page in the middle of the file: a b-tree page. */
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), (st.st_size / 4096 / 2) * 4096 + 1024), (ssize_t)sizeof(junk));
+	close(fd);
+	assert_int_equal(store_open(f->path, NULL, &s), -EUCLEAN);
+	assert_null(s);
+}
+
 /* ~64 KB per object, so that a small file-size limit is hit quickly. */
 static char *render_64k(int64_t rev, size_t *ret_len, void *userdata)
 {
@@ -1187,6 +1219,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_batch_partial_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_page_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_disk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_durability, setup, teardown),
 	};
