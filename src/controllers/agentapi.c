@@ -1177,6 +1177,13 @@ static int auth_infraenv(struct hub *h, struct http_req *req, const char *ie_id,
 		*res = hub_reply_error(req, 404, "infra-env %s not found", ie_id);
 		return -ENOENT;
 	}
+	/* A rotated token is no longer the InfraEnv's. */
+	if (!hub_infraenv_token_current(h, *ret_ie, key)) {
+		json_decref(*ret_ie);
+		*ret_ie = NULL;
+		*res = hub_reply_error(req, 401, "Unauthorized");
+		return -EACCES;
+	}
 	return 0;
 }
 

@@ -656,16 +656,24 @@ static bool host_in_infraenv(struct hub *h, const char *infra_env_id, const char
 	return ok;
 }
 
-/* backend.md §9: a URL token opens only the events of what it names. */
-static bool scope_ok(struct hub *h, const json_t *claims, const struct ev_query *q)
+/* backend.md §9: a URL token opens only the events of what it names; an
+ * InfraEnv's token only while that InfraEnv exists and the token is its
+ * current one (not rotated). */
+static bool scope_ok(struct hub *h, const json_t *claims, const char *token, const struct ev_query *q)
 {
 	const char *cid = jstr(claims, "cluster_id"), *iid = jstr(claims, "infra_env_id");
 	const json_t *v;
+	json_t *ie = NULL;
+	bool current;
 	size_t i;
 
 	if (cid && q->cluster_id && strcmp(cid, q->cluster_id) == 0)
 		return true;
-	if (!iid)
+	if (!iid || hub_find_infraenv(h, iid, &ie) < 0)
+		return false;
+	current = hub_infraenv_token_current(h, ie, token);
+	json_decref(ie);
+	if (!current)
 		return false;
 	if (q->infra_env_id)
 		return strcmp(iid, q->infra_env_id) == 0;
@@ -740,7 +748,7 @@ static enum MHD_Result serve_events(struct hub *h, struct http_req *req)
 			goto out;
 		}
 	}
-	if (!scope_ok(h, claims, &q)) {
+	if (!scope_ok(h, claims, token, &q)) {
 		res = reply_error(req, 401, "Unauthorized");
 		goto out;
 	}

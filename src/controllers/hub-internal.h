@@ -15,6 +15,8 @@
 #define ANN_INVENTORY "agent.agent-install.openshift.io/inventory"
 #define API_PREFIX "/api/assisted-install/v2"
 #define IMAGESTATE_RESOURCE "agenthub.internal.imagestates"
+/* A new value of this InfraEnv annotation rotates its agent token. */
+#define ANN_ROTATE_TOKEN "agenthub.io/rotate-agent-token"
 
 struct os_image {
 	char *openshift_version;
@@ -185,6 +187,9 @@ int hub_build_ignition(struct hub *h, const json_t *infraenv, char **ret_ign, si
 		       char ret_digest[65], ah_err *err);
 /* The InfraEnv's stable agent/URL token (minted once, kept in the store). */
 int hub_infraenv_token(struct hub *h, const json_t *infraenv, char **ret, ah_err *err);
+/* Whether token is the InfraEnv's current agent token (a rotated one is
+ * not).  Compares in constant time. */
+bool hub_infraenv_token_current(struct hub *h, const json_t *infraenv, const char *token);
 
 /* Events (events.c; backend.md §8).  An event is stored as a v1 Event in
  * ref->ns about the involved object (so `kubectl get events` shows it), with

@@ -7,6 +7,7 @@
 #include "hub-internal.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,55 +253,101 @@ char *hub_render_text(int64_t rev, size_t *ret_len, void *userdata)
 	return s;
 }
 
+/* The InfraEnv's agent token: minted once and kept in the store, so the
+ * token in every image stays the same across regenerations and restarts
+ * (ECDSA signatures are not deterministic).  Rotation (README): a new
+ * value of the annotation ANN_ROTATE_TOKEN mints a new token, and from
+ * then on only that one is accepted (hub_infraenv_token_current).  The
+ * record keeps the resourceVersion of the InfraEnv that asked, so a stale
+ * copy of the InfraEnv (an older annotation) never rotates back. */
 int hub_infraenv_token(struct hub *h, const json_t *infraenv, char **ret, ah_err *err)
 {
 	const json_t *meta = json_object_get(infraenv, "metadata");
-	const char *uid = jstr(meta, "uid");
-	store_obj *so = NULL;
-	json_t *claims, *st;
-	char *tok = NULL, *text;
-	int r;
+	const char *uid = jstr(meta, "uid"), *want = jstr(json_object_get(meta, "annotations"), ANN_ROTATE_TOKEN);
+	long long rv_now = jstr(meta, "resourceVersion") ? strtoll(jstr(meta, "resourceVersion"), NULL, 10) : 0;
+	int attempt, r = -ESTALE;
 
 	if (!uid)
 		return ah_err_set(err, EINVAL, 500, "InternalError", "InfraEnv without uid");
-	/* Kept in the store, so the token in every image stays the same across
-	 * regenerations and restarts (ECDSA signatures are not deterministic). */
-	r = store_get(h->store, IMAGESTATE_RESOURCE, "", uid, &so);
-	if (r == 0) {
-		st = json_loadb(so->json, so->len, 0, NULL);
-		store_obj_free(so);
-		if (st && jstr(st, "token")) {
-			*ret = strdup(jstr(st, "token"));
-			json_decref(st);
-			return *ret ? 0 : -ENOMEM;
-		}
-		json_decref(st);
-	}
-	claims = json_pack("{s:s}", "infra_env_id", uid);
-	r = jwt_sign(h->keys, claims, &tok);
-	json_decref(claims);
-	if (r < 0)
-		return ah_err_set(err, r, 500, "InternalError", "signing the InfraEnv token failed");
-	st = json_pack("{s:s}", "token", tok);
-	text = json_dumps(st, JSON_COMPACT);
-	json_decref(st);
-	{
-		struct text_render tr = { text };
+	if (!want)
+		want = "";
+	for (attempt = 0; attempt < 8 && (r == -ESTALE || r == -EEXIST); attempt++) {
+		store_obj *so = NULL;
+		json_t *st = NULL, *claims;
+		int64_t rev = 0;
+		char *tok = NULL, *text;
 
-		r = store_create(h->store, IMAGESTATE_RESOURCE, "", uid, hub_render_text, &tr, NULL);
-	}
-	free(text);
-	if (r == -EEXIST) {
-		/* Another thread minted it first: use theirs. */
+		if (store_get(h->store, IMAGESTATE_RESOURCE, "", uid, &so) == 0) {
+			st = json_loadb(so->json, so->len, 0, NULL);
+			rev = so->rev;
+			store_obj_free(so);
+		}
+		if (st && jstr(st, "token")) {
+			const char *have = jstr(st, "rotation") ? jstr(st, "rotation") : "";
+
+			if (strcmp(have, want) == 0 ||
+			    rv_now <= (long long)json_integer_value(json_object_get(st, "rotation_rv"))) {
+				*ret = strdup(jstr(st, "token"));
+				json_decref(st);
+				return *ret ? 0 : -ENOMEM;
+			}
+		}
+		if (!st)
+			st = json_object();
+		claims = json_pack("{s:s}", "infra_env_id", uid);
+		r = claims ? jwt_sign(h->keys, claims, &tok) : -ENOMEM;
+		json_decref(claims);
+		if (r < 0) {
+			json_decref(st);
+			return ah_err_set(err, r, 500, "InternalError", "signing the InfraEnv token failed");
+		}
+		json_object_set_new(st, "token", json_string(tok));
+		json_object_set_new(st, "rotation", json_string(want));
+		json_object_set_new(st, "rotation_rv", json_integer(rv_now));
+		/* A new token is a new image at once: no regeneration cooldown. */
+		json_object_del(st, "created");
+		text = json_dumps(st, JSON_COMPACT);
+		json_decref(st);
+		{
+			struct text_render tr = { text };
+
+			r = !text ? -ENOMEM :
+			    rev ? store_update(h->store, IMAGESTATE_RESOURCE, "", uid, rev, hub_render_text, &tr, NULL) :
+				  store_create(h->store, IMAGESTATE_RESOURCE, "", uid, hub_render_text, &tr, NULL);
+		}
+		free(text);
+		if (r == 0) {
+			if (rev)
+				log_info("InfraEnv %s/%s: agent token rotated; the previous one is refused from now on",
+					 jstr(meta, "namespace"), jstr(meta, "name"));
+			*ret = tok;
+			return 0;
+		}
+		/* Another thread wrote it first: read theirs. */
 		free(tok);
-		return hub_infraenv_token(h, infraenv, ret, err);
 	}
-	if (r < 0) {
-		free(tok);
-		return ah_err_set(err, r, 500, "InternalError", "storing the InfraEnv token failed");
-	}
-	*ret = tok;
-	return 0;
+	return ah_err_set(err, r, 500, "InternalError", "storing the InfraEnv token failed");
+}
+
+bool hub_infraenv_token_current(struct hub *h, const json_t *infraenv, const char *token)
+{
+	const char *uid = jstr(json_object_get(infraenv, "metadata"), "uid");
+	store_obj *so = NULL;
+	json_t *st;
+	const char *cur;
+	bool ok = true;
+
+	if (!uid || !token)
+		return false;
+	if (store_get(h->store, IMAGESTATE_RESOURCE, "", uid, &so) < 0)
+		return true; /* none minted yet: the signature and the InfraEnv suffice */
+	st = json_loadb(so->json, so->len, 0, NULL);
+	store_obj_free(so);
+	cur = jstr(st, "token");
+	if (cur)
+		ok = strlen(cur) == strlen(token) && CRYPTO_memcmp(cur, token, strlen(cur)) == 0;
+	json_decref(st);
+	return ok;
 }
 
 static char *secret_value(struct hub *h, const char *ns, const char *name, const char *key, ah_err *err,

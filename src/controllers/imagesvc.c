@@ -212,6 +212,12 @@ static int authorize(struct hub *h, struct http_req *req, const char *token, con
 		return -ENOENT;
 	}
 	json_decref(claims);
+	/* A rotated token is no longer the InfraEnv's. */
+	if (!hub_infraenv_token_current(h, ie, token)) {
+		json_decref(ie);
+		*res = json_errors ? hub_reply_error(req, 401, "Unauthorized") : reply_text(req, 401, "Unauthorized");
+		return -EACCES;
+	}
 	*ret_ie = ie;
 	return 0;
 }

@@ -354,3 +354,60 @@ def test_corrupt_store_is_refused_at_start(hub_factory):
         raise AssertionError("a corrupt store was served")
     assert f"the store {db} is corrupt" in log and "quick_check" in log, log[-2000:]
     assert "restore the file from a backup" in log, log[-2000:]
+
+
+# ---- 10. agent token rotation; a deleted InfraEnv's token is refused ------------
+
+
+def token_uses(hub, ie, tok):
+    """The status of each place an InfraEnv token opens: agent API
+    registration, the ISO, the discovery ignition, the iPXE script and
+    the events URL."""
+    ie_id = ie["metadata"]["uid"]
+    base = hub.base_url
+    out = {}
+    out["register"] = agent_api(hub, "POST", f"/infra-envs/{ie_id}/hosts",
+                                {"host_id": "22222222-3333-4444-8555-666666666666",
+                                 "discovery_agent_version": "v"}, key=tok)[0]
+    iso = ie["status"]["isoDownloadURL"].split("/byapikey/")[1].split("/", 1)[1]
+    out["iso"] = fetch(hub, f"{base}/byapikey/{tok}/{iso}", headers={"Range": "bytes=0-15"})[0]
+    files = f"{base}/api/assisted-install/v2/infra-envs/{ie_id}/downloads/files?api_key={tok}"
+    out["ignition"] = fetch(hub, files + "&file_name=discovery.ign")[0]
+    out["ipxe"] = fetch(hub, files + "&file_name=ipxe-script")[0]
+    out["events"] = fetch(hub, f"{base}/api/assisted-install/v2/events?api_key={tok}&infra_env_id={ie_id}")[0]
+    return out
+
+
+def test_agent_token_rotation_and_deleted_infraenv(hub):
+    ie = setup_infraenv(hub)
+    name, old = ie["metadata"]["name"], token_of(ie)
+    assert all(s in (200, 201, 206) for s in token_uses(hub, ie, old).values()), token_uses(hub, ie, old)
+
+    hub.kubectl("-n", NS, "annotate", "infraenv", name, "agenthub.io/rotate-agent-token=1")
+
+    def rotated():
+        cur = hub.kubectl_json("-n", NS, "get", "infraenv", name)
+        return cur if token_of(cur) != old and cur["status"].get("isoDownloadURL") else None
+    cur = wait_for(rotated, timeout=30, what="a new token in the InfraEnv's URLs")
+    new = token_of(cur)
+    assert new in cur["status"]["debugInfo"]["eventsURL"]
+    assert new in cur["status"]["bootArtifacts"]["ipxeScript"]
+    uses = token_uses(hub, cur, old)
+    assert all(s == 401 for s in uses.values()), uses
+    uses = token_uses(hub, cur, new)
+    assert all(s in (200, 201, 206) for s in uses.values()), uses
+    # The discovery ignition now carries the new token, not the old one.
+    status, _, ign = fetch(hub, f"{hub.base_url}/api/assisted-install/v2/infra-envs/"
+                                f"{cur['metadata']['uid']}/downloads/files?api_key={new}&file_name=discovery.ign")
+    assert status == 200 and new.encode() in ign and old.encode() not in ign
+    assert new not in hub.log_text() and old not in hub.log_text()
+    # The same annotation value again does not rotate.
+    hub.kubectl("-n", NS, "annotate", "--overwrite", "infraenv", name, "agenthub.io/rotate-agent-token=1")
+    time.sleep(1)
+    assert token_of(hub.kubectl_json("-n", NS, "get", "infraenv", name)) == new
+
+    # Deleted: its (current) token opens nothing any more.
+    hub.kubectl("-n", NS, "delete", "infraenv", name, "--timeout=60s")
+    uses = token_uses(hub, cur, new)
+    assert all(400 <= s < 500 for s in uses.values()), uses
+    assert uses["events"] == 401 and uses["register"] in (401, 404), uses
