@@ -20,6 +20,7 @@
 #include "base/util.h"
 #include "base/yamljson.h"
 #include "http/query.h"
+#include "kube/listtoken.h"
 #include "kube/selector.h"
 #include "kube/table.h"
 
@@ -972,37 +973,6 @@ static int parse_selectors(struct http_req *req, const struct kube_kind *k, labe
 	return 0;
 }
 
-static char *encode_continue(int64_t rev, const char *ns, const char *name)
-{
-	json_t *t = json_pack("{s:I,s:s,s:s}", "rv", (json_int_t)rev, "ns", ns, "name", name);
-	char *s = json_dumps(t, JSON_COMPACT), *b;
-
-	json_decref(t);
-	if (!s)
-		return NULL;
-	b = util_base64_encode(s, strlen(s));
-	free(s);
-	return b;
-}
-
-static int decode_continue(const char *tok, char *ns, size_t nsz, char *name, size_t namesz, ah_err *err)
-{
-	unsigned char *raw = NULL;
-	size_t len;
-	json_t *t;
-
-	if (util_base64_decode(tok, strlen(tok), &raw, &len) < 0 ||
-	    !(t = json_loadb((char *)raw, len, 0, NULL))) {
-		free(raw);
-		return ah_err_set(err, EINVAL, 400, "BadRequest", "continue key is not valid: illegal base64 data");
-	}
-	snprintf(ns, nsz, "%s", json_string_value(json_object_get(t, "ns")) ? json_string_value(json_object_get(t, "ns")) : "");
-	snprintf(name, namesz, "%s", json_string_value(json_object_get(t, "name")) ? json_string_value(json_object_get(t, "name")) : "");
-	json_decref(t);
-	free(raw);
-	return 0;
-}
-
 static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, const struct target *t);
 
 static enum MHD_Result handle_list(struct kubeapi *ka, struct http_req *req, const struct target *t)
@@ -1010,7 +980,7 @@ static enum MHD_Result handle_list(struct kubeapi *ka, struct http_req *req, con
 	struct list_ctx lc = { .req = req, .k = t->k };
 	const char *limit = http_query(req, "limit"), *cont = http_query(req, "continue");
 	char after_ns[256] = "", after_name[256] = "";
-	int64_t rev = 0;
+	int64_t rev = 0, cont_rev = 0;
 	enum MHD_Result res;
 	ah_err err;
 	int r;
@@ -1023,7 +993,8 @@ static enum MHD_Result handle_list(struct kubeapi *ka, struct http_req *req, con
 
 		lc.limit = l > 0 ? (size_t)(l > LIST_MAX_LIMIT ? LIST_MAX_LIMIT : l) : 0;
 	}
-	if (cont && *cont && decode_continue(cont, after_ns, sizeof(after_ns), after_name, sizeof(after_name), &err) < 0) {
+	if (cont && *cont && kube_continue_decode(cont, strlen(cont), &cont_rev, after_ns, sizeof(after_ns), after_name,
+						  sizeof(after_name), &err) < 0) {
 		label_selector_free(lc.ls);
 		field_selector_free(lc.fs);
 		return reply_kerr(req, t, &err, NULL, NULL);
@@ -1045,7 +1016,7 @@ static enum MHD_Result handle_list(struct kubeapi *ka, struct http_req *req, con
 	}
 	{
 		strbuf sb = STRBUF_INIT;
-		char *tok = lc.more ? encode_continue(rev, lc.last_ns, lc.last_name) : NULL;
+		char *tok = lc.more ? kube_continue_encode(rev, lc.last_ns, lc.last_name) : NULL;
 		size_t len;
 		char *body;
 
