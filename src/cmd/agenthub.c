@@ -31,7 +31,7 @@ static volatile sig_atomic_t got_signal;
  * an older version left.  Looser modes are tightened at start, each with a
  * log line; entries are read through their descriptors (O_NOFOLLOW), so a
  * symbolic link is never followed out of the directory.  Bounded: at most
- * 4 levels deep. */
+ * 4 levels deep.  Takes (and closes) dfd. */
 static int tighten_dir(int dfd, const char *path, int depth)
 {
 	struct stat st;
@@ -39,15 +39,24 @@ static int tighten_dir(int dfd, const char *path, int depth)
 	DIR *d;
 	int r = 0;
 
-	if (fstat(dfd, &st) < 0)
-		return -errno;
-	if ((st.st_mode & 077) && fchmod(dfd, 0700) == 0)
+	if (fstat(dfd, &st) < 0) {
+		r = -errno;
+		close(dfd);
+		return r;
+	}
+	if ((st.st_mode & 077) && fchmod(dfd, 0700) == 0) {
 		log_warn("data directory %s was mode %04o: now 0700", path, (unsigned)(st.st_mode & 07777));
-	else if (st.st_mode & 077)
-		return -errno;
+	} else if (st.st_mode & 077) {
+		r = -errno;
+		close(dfd);
+		return r;
+	}
 	d = fdopendir(dfd);
-	if (!d)
-		return -errno;
+	if (!d) {
+		r = -errno;
+		close(dfd);
+		return r;
+	}
 	while ((de = readdir(d))) {
 		char sub[PATH_MAX];
 		int fd;
