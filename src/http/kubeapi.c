@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "base/log.h"
@@ -660,12 +661,19 @@ static enum MHD_Result reply_object(struct http_req *req, const struct kube_kind
 
 		json_array_foreach(warnings, i, w) {
 			char hdr[1200];
+			const char *c = json_string_value(w);
+			size_t n = 0;
 
-			snprintf(hdr, sizeof(hdr), "299 - \"%s\"", json_string_value(w));
-			/* Quotes inside the text would end the warning early. */
-			for (char *c = hdr + 7; *c && c[1]; c++)
-				if (*c == '"')
-					*c = '\'';
+			/* A quoted-string, as kube-apiserver writes it: '"' and
+			 * '\\' escaped with a backslash (client-go unescapes). */
+			n += (size_t)snprintf(hdr, sizeof(hdr), "299 - \"");
+			for (; c && *c && n + 4 < sizeof(hdr); c++) {
+				if (*c == '"' || *c == '\\')
+					hdr[n++] = '\\';
+				hdr[n++] = *c;
+			}
+			hdr[n++] = '"';
+			hdr[n] = '\0';
 			MHD_add_response_header(resp, "Warning", hdr);
 		}
 	}
@@ -1248,6 +1256,37 @@ static enum MHD_Result handle_delete_collection(struct kubeapi *ka, struct http_
 	}
 }
 
+/* The patch type a PATCH's Content-Type names (parameters such as
+ * "; charset=utf-8" ignored, case-insensitive), as one of the constant
+ * strings kube_patch() takes; NULL for a type this kind does not accept.
+ * Custom resources take no strategic merge patch: they have no Go struct
+ * with patch tags, and kube-apiserver answers 415. */
+static const char *patch_media_type(const char *ct, const struct kube_kind *k)
+{
+	static const char *const types[] = { "application/json-patch+json", "application/merge-patch+json",
+					      "application/strategic-merge-patch+json",
+					      "application/apply-patch+yaml", NULL };
+	size_t len, i;
+
+	if (!ct)
+		return NULL;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	len = strcspn(ct, ";");
+	while (len && (ct[len - 1] == ' ' || ct[len - 1] == '\t'))
+		len--;
+	for (i = 0; types[i]; i++) {
+		if (strlen(types[i]) != len || strncasecmp(ct, types[i], len) != 0)
+			continue;
+		if (i == 2 && !k->builtin)
+			return NULL;
+		if (i == 3)
+			return NULL; /* server-side apply is not served yet */
+		return types[i];
+	}
+	return NULL;
+}
+
 static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req, struct target *t)
 {
 	struct kube_opts o = { 0 };
@@ -1326,12 +1365,14 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 		goto done;
 	}
 	if (strcmp(m, "PATCH") == 0) {
-		const char *ct = http_header(req, "Content-Type");
+		const char *ct = patch_media_type(http_header(req, "Content-Type"), t->k);
 
-		if (!ct || (!strstr(ct, "merge-patch") && !strstr(ct, "json-patch") &&
-			    !strstr(ct, "strategic-merge-patch"))) {
+		if (!ct) {
 			r = ah_err_set(&err, EINVAL, 415, "UnsupportedMediaType",
-				       "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json");
+				       "the body of the request was in an unknown format - accepted media types include: %s",
+				       t->k->builtin ?
+				       "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml" :
+				       "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
 			goto fail;
 		}
 		r = parse_body(req, &body, &err);

@@ -396,9 +396,15 @@ static int invalid_error(const struct kube_kind *k, const char *name, json_t *ca
 }
 
 /* Validate metadata and the object against the kind's schema, after pruning
- * and defaulting.  Collects causes; returns the count. */
-static int check_object(const struct kube_kind *k, json_t *obj, struct kube_opts *o, json_t *causes)
+ * and defaulting.  Collects causes; returns the count.  With
+ * fieldValidation=Strict an unknown field is a decoding error, not a cause:
+ * 400 BadRequest "strict decoding error: unknown field \"spec.x\"" (every
+ * unknown field named, comma-separated, as kube-apiserver does), reported
+ * before any validation; then the return is negative with err set. */
+static int check_object(const struct kube_kind *k, json_t *obj, struct kube_opts *o, json_t *causes,
+			ah_err *err)
 {
+	strbuf strict = STRBUF_INIT;
 	json_t *meta = json_object_get(obj, "metadata"), *pruned = json_array();
 	const char *name = mstr(obj, "name");
 	const char *problem;
@@ -421,8 +427,8 @@ static int check_object(const struct kube_kind *k, json_t *obj, struct kube_opts
 		const char *path = json_string_value(p);
 
 		if (o && o->field_validation == KUBE_FV_STRICT) {
-			add_cause(causes, "FieldValueInvalid", "", "unknown field \"%s\"", path);
-			n++;
+			strbuf_adds(&strict, strict.len ? ", " : "strict decoding error: ");
+			strbuf_addf(&strict, "unknown field \"%s\"", path);
 		} else if (o && o->warnings && o->field_validation == KUBE_FV_WARN) {
 			char w[600];
 
@@ -431,6 +437,12 @@ static int check_object(const struct kube_kind *k, json_t *obj, struct kube_opts
 		}
 	}
 	json_decref(pruned);
+	if (strict.len) {
+		ah_err_set(err, EINVAL, 400, "BadRequest", "%s", strict.buf);
+		strbuf_release(&strict);
+		return -EINVAL;
+	}
+	strbuf_release(&strict);
 	n += schema_validate(k->schema, obj, causes);
 	return n;
 }
@@ -699,7 +711,13 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 			json_object_set_new(meta, "name", json_string(gen_name));
 		}
 		if (attempts == 0) {
-			if (check_object(k, obj, o, causes) > 0) {
+			int bad = check_object(k, obj, o, causes, err);
+
+			if (bad < 0) {
+				r = bad;
+				goto out;
+			}
+			if (bad > 0) {
 				r = invalid_error(k, mstr(obj, "name") ? mstr(obj, "name") : "", causes, err);
 				goto out;
 			}
@@ -869,7 +887,10 @@ static int do_update(struct kube_api *api, const struct kube_kind *k, const char
 			gen++;
 		json_object_set_new(meta_of(obj), "generation", json_integer(gen));
 	}
-	if (check_object(k, obj, o, causes) > 0) {
+	r = check_object(k, obj, o, causes, err);
+	if (r < 0)
+		goto out;
+	if (r > 0) {
 		r = invalid_error(k, name, causes, err);
 		goto out;
 	}

@@ -1,0 +1,187 @@
+"""Kubernetes API fidelity as kube-apiserver 1.31 has it, for kubectl 1.27 to
+1.33: patch media types per kind, strict/warn/ignore field validation,
+watches with selectors (objects entering and leaving the selection),
+bookmarks and sendInitialEvents, foreground and orphan deletion, and
+server-side apply with managedFields.
+
+One hub serves the whole module; every test works in its own namespace."""
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import KUBECTL_TIMEOUT, wait_for
+from conftest import status_shape as _status_shape
+
+
+def status_shape(body, code, reason):
+    """Assert a Kubernetes Status object; return it."""
+    _status_shape(body, code, reason)
+    return body
+
+API_AI = "/apis/agent-install.openshift.io/v1beta1"
+KUBECTL_DIR = "/usr/lib/google-cloud-sdk/bin"
+MERGE = "application/merge-patch+json"
+SMP = "application/strategic-merge-patch+json"
+JSONP = "application/json-patch+json"
+APPLY = "application/apply-patch+yaml"
+
+
+def agent(name, ns, approved=False, labels=None):
+    md = {"name": name, "namespace": ns}
+    if labels:
+        md["labels"] = labels
+    return {"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "Agent",
+            "metadata": md, "spec": {"approved": approved, "role": ""}}
+
+
+def cm(name, ns, labels=None, data=None, **meta):
+    md = {"name": name, "namespace": ns, **meta}
+    if labels:
+        md["labels"] = labels
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": data or {"k": "v"}}
+
+
+def agent_path(ns, name=None):
+    p = f"{API_AI}/namespaces/{ns}/agents"
+    return p + f"/{name}" if name else p
+
+
+def cm_path(ns, name=None):
+    p = f"/api/v1/namespaces/{ns}/configmaps"
+    return p + f"/{name}" if name else p
+
+
+def kubectl_v(hub, version, *args, input=None, check=True):
+    """Run one kubectl release (1.27 ... 1.33) against the hub."""
+    cmd = [f"{KUBECTL_DIR}/kubectl.{version}", "--kubeconfig", str(hub.kubeconfig),
+           "--cache-dir", str(hub.cache_dir) + f"-{version}", *map(str, args)]
+    r = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=KUBECTL_TIMEOUT)
+    if check and r.returncode != 0:
+        raise AssertionError(f"kubectl {version} failed ({r.returncode}): {' '.join(args)}\n"
+                             f"stdout: {r.stdout}\nstderr: {r.stderr}")
+    return r
+
+
+def raw(hub, method, path, body=None, content_type="application/json"):
+    """One request on its own connection: (status, [(header, value)], body
+    JSON), every header kept (Warning may repeat)."""
+    conn = hub.connection()
+    try:
+        data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+        conn.request(method, path, body=data, headers=hub.auth_headers(content_type))
+        resp = conn.getresponse()
+        text = resp.read()
+        return resp.status, resp.getheaders(), json.loads(text) if text else None
+    finally:
+        conn.close()
+
+
+def warnings_of(headers):
+    return [v for k, v in headers if k.lower() == "warning"]
+
+
+# ---- 4. patch media types ---------------------------------------------------
+
+def test_strategic_merge_patch_on_custom_resource_is_415(module_hub, ns):
+    hub = module_hub
+    hub.apply_obj(agent("a1", ns))
+    r = hub.request("PATCH", agent_path(ns, "a1"), {"spec": {"approved": True}}, content_type=SMP)
+    assert r.status == 415, r
+    st = status_shape(r.json(), 415, "UnsupportedMediaType")
+    assert st["message"] == ("the body of the request was in an unknown format - accepted media "
+                             "types include: application/json-patch+json, "
+                             "application/merge-patch+json, application/apply-patch+yaml"), st
+    assert hub.get_json(agent_path(ns, "a1"))["spec"]["approved"] is False
+    # a media type with parameters is still the media type
+    r = hub.request("PATCH", agent_path(ns, "a1"), {"spec": {"approved": True}},
+                    content_type="application/merge-patch+json; charset=utf-8")
+    assert r.status == 200, r
+    r = hub.request("PATCH", agent_path(ns, "a1"), {"spec": {"approved": True}},
+                    content_type="text/plain")
+    assert r.status == 415, r
+
+
+def test_strategic_merge_patch_on_builtin_kinds_still_works(module_hub, ns):
+    hub = module_hub
+    hub.apply_obj(cm("c1", ns, data={"a": "1"}))
+    r = hub.request("PATCH", cm_path(ns, "c1"), {"data": {"b": "2"}}, content_type=SMP)
+    assert r.status == 200, r
+    assert r.json()["data"] == {"a": "1", "b": "2"}
+    r = hub.request("PATCH", cm_path(ns, "c1"), {"data": {"b": "2"}},
+                    content_type="application/yaml")
+    assert r.status == 415, r
+    assert status_shape(r.json(), 415, "UnsupportedMediaType")["message"].endswith(
+        "application/json-patch+json, application/merge-patch+json, "
+        "application/strategic-merge-patch+json, application/apply-patch+yaml")
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.30", "1.33"])
+def test_kubectl_label_annotate_patch_apply_on_crs(module_hub, ns, version):
+    """kubectl sends merge patches for custom resources: label, annotate,
+    patch (default type strategic is refused client-side... by the server),
+    and client-side apply keep working in every kubectl release."""
+    hub = module_hub
+    name = f"ag-{version.replace('.', '')}"
+    kubectl_v(hub, version, "apply", "-f", "-", input=json.dumps(agent(name, ns)))
+    kubectl_v(hub, version, "-n", ns, "label", "agent", name, "size=xl")
+    kubectl_v(hub, version, "-n", ns, "annotate", "agent", name, "note=hi")
+    a = agent(name, ns, approved=True, labels={"size": "xl"})
+    kubectl_v(hub, version, "apply", "-f", "-", input=json.dumps(a))
+    got = hub.get_json(agent_path(ns, name))
+    assert got["metadata"]["labels"] == {"size": "xl"}
+    assert got["metadata"]["annotations"]["note"] == "hi"
+    assert got["spec"]["approved"] is True
+    kubectl_v(hub, version, "-n", ns, "patch", "agent", name, "--type", "merge",
+              "-p", '{"spec":{"approved":false}}')
+    assert hub.get_json(agent_path(ns, name))["spec"]["approved"] is False
+    # kubectl patch's default type is strategic: the server refuses it on a CR
+    r = kubectl_v(hub, version, "-n", ns, "patch", "agent", name, "-p",
+                  '{"spec":{"approved":true}}', check=False)
+    assert r.returncode != 0
+    assert "415" in r.stderr or "unknown format" in r.stderr or "UnsupportedMediaType" in r.stderr, r.stderr
+
+
+# ---- 5. field validation ------------------------------------------------------
+
+def test_field_validation_strict_warn_ignore(module_hub, ns):
+    hub = module_hub
+    body = agent("fv1", ns)
+    body["spec"]["x"] = 1
+    body["spec"]["y"] = 2
+    r = hub.request("POST", agent_path(ns) + "?fieldValidation=Strict", body)
+    assert r.status == 400, r
+    st = status_shape(r.json(), 400, "BadRequest")
+    assert st["message"] == 'strict decoding error: unknown field "spec.x", unknown field "spec.y"', st
+    assert hub.get(agent_path(ns, "fv1")).status == 404
+    # Strict on an update and on a patch
+    hub.apply_obj(agent("fv2", ns))
+    r = hub.request("PATCH", agent_path(ns, "fv2") + "?fieldValidation=Strict",
+                    {"spec": {"bogus": True}}, content_type=MERGE)
+    assert r.status == 400, r
+    assert status_shape(r.json(), 400, "BadRequest")["message"] == \
+        'strict decoding error: unknown field "spec.bogus"'
+    # Warn (the default): stored without the field, a Warning header
+    status, headers, obj = raw(hub, "POST", agent_path(ns) + "?fieldValidation=Warn", body)
+    assert status == 201, obj
+    assert warnings_of(headers) == ['299 - "unknown field \\"spec.x\\""',
+                                    '299 - "unknown field \\"spec.y\\""'], headers
+    assert "x" not in obj["spec"]
+    # Ignore: dropped silently
+    body["metadata"]["name"] = "fv3"
+    status, headers, obj = raw(hub, "POST", agent_path(ns) + "?fieldValidation=Ignore", body)
+    assert status == 201, obj
+    assert warnings_of(headers) == []
+    assert "x" not in hub.get_json(agent_path(ns, "fv3"))["spec"]
+
+
+def test_kubectl_validate_strict_and_warn(module_hub, ns):
+    hub = module_hub
+    body = agent("fv4", ns)
+    body["spec"]["x"] = 1
+    r = hub.kubectl("create", "--validate=strict", "-f", "-", input=json.dumps(body), check=False)
+    assert r.returncode != 0
+    assert 'strict decoding error: unknown field "spec.x"' in r.stderr, r.stderr
+    r = hub.kubectl("create", "--validate=warn", "-f", "-", input=json.dumps(body))
+    assert 'Warning: unknown field "spec.x"' in r.stderr, r.stderr
