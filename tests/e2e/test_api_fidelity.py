@@ -185,3 +185,144 @@ def test_kubectl_validate_strict_and_warn(module_hub, ns):
     assert 'strict decoding error: unknown field "spec.x"' in r.stderr, r.stderr
     r = hub.kubectl("create", "--validate=warn", "-f", "-", input=json.dumps(body))
     assert 'Warning: unknown field "spec.x"' in r.stderr, r.stderr
+
+
+# ---- 1. watch: selectors, bookmarks, initial events -------------------------------
+
+def evs_brief(evs):
+    return [(e["type"], e["object"]["metadata"].get("name")) for e in evs]
+
+
+def test_watch_label_selector_enter_and_leave(module_hub, ns):
+    hub = module_hub
+    hub.apply_obj(cm("in", ns, labels={"tier": "a"}))
+    hub.apply_obj(cm("out", ns, labels={"tier": "b"}))
+    rv = hub.get_json(cm_path(ns))["metadata"]["resourceVersion"]
+    w = hub.watch(cm_path(ns) + f"?watch=1&labelSelector=tier%3Da&resourceVersion={rv}")
+    try:
+        assert w.status == 200
+        hub.kubectl("label", "configmap", "in", "-n", ns, "tier=b", "--overwrite")   # leaves
+        hub.kubectl("label", "configmap", "out", "-n", ns, "x=1")                    # never in
+        hub.kubectl("label", "configmap", "out", "-n", ns, "tier=a", "--overwrite")  # enters
+        hub.kubectl("annotate", "configmap", "out", "-n", ns, "n=1")                 # stays in
+        hub.kubectl("label", "configmap", "in", "-n", ns, "tier=a", "--overwrite")   # enters again
+        hub.kubectl("delete", "configmap", "in", "-n", ns)                           # deleted while in
+        hub.kubectl("label", "configmap", "out", "-n", ns, "tier-")                  # leaves
+        hub.kubectl("delete", "configmap", "out", "-n", ns)                          # deleted while out
+        hub.apply_obj(cm("last", ns, labels={"tier": "a"}))
+        evs = w.events_until(lambda e: any(x["object"]["metadata"]["name"] == "last" for x in e), 15)
+        assert evs_brief(evs) == [("DELETED", "in"), ("ADDED", "out"), ("MODIFIED", "out"),
+                                  ("ADDED", "in"), ("DELETED", "in"), ("DELETED", "out"),
+                                  ("ADDED", "last")], evs_brief(evs)
+        # DELETED on leaving carries the object's new state
+        assert evs[0]["object"]["metadata"]["labels"] == {"tier": "b"}
+        assert "tier" not in evs[5]["object"]["metadata"].get("labels", {})
+        assert evs[2]["object"]["metadata"]["annotations"]["n"] == "1"
+        rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in evs]
+        assert rvs == sorted(rvs) and rvs[0] > int(rv)
+    finally:
+        w.close()
+
+
+def test_watch_selector_initial_events_then_changes(module_hub, ns):
+    hub = module_hub
+    hub.apply_obj(agent("sel-a", ns, labels={"pool": "x"}))
+    hub.apply_obj(agent("sel-b", ns, labels={"pool": "y"}))
+    w = hub.watch(agent_path(ns) + "?watch=true&labelSelector=pool%20in%20(x)")
+    try:
+        evs = w.events_until(lambda e: len(e) >= 1, 10)
+        assert evs_brief(evs) == [("ADDED", "sel-a")]
+        r = hub.request("PATCH", agent_path(ns, "sel-b"), {"metadata": {"labels": {"pool": "x"}}},
+                        content_type=MERGE)
+        assert r.status == 200, r
+        r = hub.request("PATCH", agent_path(ns, "sel-a"), {"metadata": {"labels": {"pool": "z"}}},
+                        content_type=MERGE)
+        assert r.status == 200, r
+        evs = w.events_until(lambda e: len(e) >= 2, 10)
+        assert evs_brief(evs) == [("ADDED", "sel-b"), ("DELETED", "sel-a")]
+        assert evs[1]["object"]["metadata"]["labels"] == {"pool": "z"}
+    finally:
+        w.close()
+
+
+def test_watch_field_selector_deleted_and_added(module_hub, ns):
+    hub = module_hub
+    hub.apply_obj(cm("f1", ns))
+    w = hub.watch(cm_path(ns) + "?watch=1&fieldSelector=metadata.name%3Df1")
+    try:
+        assert evs_brief(w.events_until(lambda e: len(e) >= 1, 10)) == [("ADDED", "f1")]
+        hub.apply_obj(cm("f2", ns))
+        hub.kubectl("delete", "configmap", "f1", "-n", ns)
+        hub.apply_obj(cm("f1", ns))
+        assert evs_brief(w.events_until(lambda e: len(e) >= 2, 10)) == [("DELETED", "f1"), ("ADDED", "f1")]
+    finally:
+        w.close()
+
+
+def test_watch_bookmarks(module_hub, ns):
+    hub = module_hub
+    hub.apply_obj(cm("b1", ns))
+    rv = hub.get_json(cm_path(ns))["metadata"]["resourceVersion"]
+    # kube-apiserver sends a bookmark 2 s before the watch's deadline (and every minute)
+    w = hub.watch(cm_path(ns) + f"?watch=1&allowWatchBookmarks=true&timeoutSeconds=4&resourceVersion={rv}")
+    try:
+        ev = w.next_event(timeout=10)
+        assert ev is not None and ev["type"] == "BOOKMARK", ev
+        assert ev["object"] == {"kind": "ConfigMap", "apiVersion": "v1",
+                                "metadata": {"resourceVersion": ev["object"]["metadata"]["resourceVersion"]}}
+        assert int(ev["object"]["metadata"]["resourceVersion"]) >= int(rv)
+        assert w.next_event(timeout=10) is None  # the deadline ends the stream
+    finally:
+        w.close()
+    # without allowWatchBookmarks: none
+    w = hub.watch(cm_path(ns) + f"?watch=1&timeoutSeconds=3&resourceVersion={rv}")
+    try:
+        assert w.next_event(timeout=10) is None
+    finally:
+        w.close()
+
+
+def test_watch_send_initial_events(module_hub, ns):
+    hub = module_hub
+    hub.apply_obj(cm("i1", ns, labels={"s": "1"}))
+    hub.apply_obj(cm("i2", ns, labels={"s": "1"}))
+    hub.apply_obj(cm("i3", ns))
+    rv = hub.get_json(cm_path(ns))["metadata"]["resourceVersion"]
+    w = hub.watch(cm_path(ns) + "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                  "&allowWatchBookmarks=true&labelSelector=s%3D1&resourceVersion=" + rv)
+    try:
+        evs = w.events_until(lambda e: len(e) >= 3, 10, skip_bookmarks=False)
+        assert evs_brief(evs[:2]) == [("ADDED", "i1"), ("ADDED", "i2")]
+        assert evs[2]["type"] == "BOOKMARK", evs[2]
+        md = evs[2]["object"]["metadata"]
+        assert md["annotations"] == {"k8s.io/initial-events-end": "true"}
+        assert int(md["resourceVersion"]) >= int(rv)
+        hub.apply_obj(cm("i4", ns, labels={"s": "1"}))
+        assert evs_brief(w.events_until(lambda e: len(e) >= 1, 10)) == [("ADDED", "i4")]
+    finally:
+        w.close()
+    # sendInitialEvents=false: only what happens from now on
+    w = hub.watch(cm_path(ns) + "?watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan"
+                  "&allowWatchBookmarks=true&labelSelector=s%3D1")
+    try:
+        hub.kubectl("label", "configmap", "i1", "-n", ns, "s-")
+        assert evs_brief(w.events_until(lambda e: len(e) >= 1, 10)) == [("DELETED", "i1")]
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize("query,message", [
+    ("sendInitialEvents=true&allowWatchBookmarks=true",
+     'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+     "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"),
+    ("resourceVersionMatch=NotOlderThan",
+     'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+     "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"),
+])
+def test_watch_list_options_validation(module_hub, ns, query, message):
+    r = module_hub.get(cm_path(ns) + "?watch=1&" + query)
+    assert r.status == 422, r
+    st = status_shape(r.json(), 422, "Invalid")
+    assert st["message"] == message
+    assert st["details"]["kind"] == "ListOptions" and st["details"]["group"] == "meta.k8s.io"
+    assert st["details"]["causes"][0]["field"] == "resourceVersionMatch"
