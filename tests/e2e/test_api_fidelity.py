@@ -7,6 +7,7 @@ server-side apply with managedFields.
 One hub serves the whole module; every test works in its own namespace."""
 
 import json
+import time
 import subprocess
 
 import pytest
@@ -326,3 +327,107 @@ def test_watch_list_options_validation(module_hub, ns, query, message):
     assert st["message"] == message
     assert st["details"]["kind"] == "ListOptions" and st["details"]["group"] == "meta.k8s.io"
     assert st["details"]["causes"][0]["field"] == "resourceVersionMatch"
+
+
+# ---- 3. foreground and orphan deletion --------------------------------------------
+
+def owner_ref(obj, block=None):
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": obj["metadata"]["name"],
+           "uid": obj["metadata"]["uid"]}
+    if block is not None:
+        ref["blockOwnerDeletion"] = block
+    return ref
+
+
+def delete_raw(hub, path, policy):
+    return raw(hub, "DELETE", path, {"kind": "DeleteOptions", "apiVersion": "v1",
+                                     "propagationPolicy": policy})
+
+
+def test_foreground_deletion_waits_for_blocking_dependents(module_hub, ns):
+    hub = module_hub
+    hub.apply_obj(cm("owner", ns))
+    owner = hub.get_json(cm_path(ns, "owner"))
+    hub.apply_obj(cm("blocker", ns, ownerReferences=[owner_ref(owner, True)],
+                     finalizers=["example.com/hold"]))
+    hub.apply_obj(cm("loose", ns, ownerReferences=[owner_ref(owner)]))
+    hub.apply_obj(cm("bystander", ns))
+    status, _, obj = delete_raw(hub, cm_path(ns, "owner"), "Foreground")
+    assert status == 200, obj
+    assert obj["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert obj["metadata"]["deletionTimestamp"]
+    # the dependents are deleted first; the owner waits for the blocking one
+    wait_for(lambda: hub.get(cm_path(ns, "loose")).status == 404, 10, what="loose dependent deleted")
+    wait_for(lambda: hub.get_json(cm_path(ns, "blocker"))["metadata"].get("deletionTimestamp"), 10,
+             what="blocking dependent marked for deletion")
+    time.sleep(1.5)
+    got = hub.get_json(cm_path(ns, "owner"))
+    assert got["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert got["metadata"]["uid"] == owner["metadata"]["uid"]
+    # a second foreground delete changes nothing
+    status, _, again = delete_raw(hub, cm_path(ns, "owner"), "Foreground")
+    assert status == 200 and again["metadata"]["finalizers"] == ["foregroundDeletion"], again
+    # the blocker goes: then the owner goes
+    r = hub.request("PATCH", cm_path(ns, "blocker"), {"metadata": {"finalizers": None}},
+                    content_type=MERGE)
+    assert r.status == 200, r
+    wait_for(lambda: hub.get(cm_path(ns, "owner")).status == 404, 10, what="owner deleted")
+    assert hub.get(cm_path(ns, "bystander")).status == 200
+
+
+def test_foreground_deletion_with_kubectl(module_hub, ns):
+    hub = module_hub
+    hub.apply_obj(cm("fo", ns))
+    owner = hub.get_json(cm_path(ns, "fo"))
+    hub.apply_obj(cm("fo-child", ns, ownerReferences=[owner_ref(owner, True)]))
+    child = hub.get_json(cm_path(ns, "fo-child"))
+    # a dependent with dependents of its own is deleted in the foreground too
+    hub.apply_obj(cm("fo-grandchild", ns, ownerReferences=[owner_ref(child, True)],
+                     finalizers=["example.com/hold"]))
+    p = hub.kubectl_bg("delete", "configmap", "fo", "-n", ns, "--cascade=foreground")
+    wait_for(lambda: hub.get_json(cm_path(ns, "fo-child"))["metadata"].get("finalizers")
+             == ["foregroundDeletion"], 10, what="child held by foregroundDeletion")
+    assert hub.get_json(cm_path(ns, "fo"))["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert p.poll() is None  # kubectl waits for the owner to go
+    r = hub.request("PATCH", cm_path(ns, "fo-grandchild"), {"metadata": {"finalizers": None}},
+                    content_type=MERGE)
+    assert r.status == 200, r
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert out.strip() == 'configmap "fo" deleted'
+    for n in ("fo", "fo-child", "fo-grandchild"):
+        assert hub.get(cm_path(ns, n)).status == 404, n
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.33"])
+def test_orphan_deletion(module_hub, ns, version):
+    hub = module_hub
+    hub.apply_obj(cm("orph", ns))
+    owner = hub.get_json(cm_path(ns, "orph"))
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "someone", "uid": "0000-other"}
+    hub.apply_obj(cm("kid1", ns, ownerReferences=[owner_ref(owner, True)]))
+    hub.apply_obj(cm("kid2", ns, ownerReferences=[owner_ref(owner), other]))
+    r = kubectl_v(hub, version, "delete", "configmap", "orph", "-n", ns, "--cascade=orphan")
+    assert r.stdout.strip() == 'configmap "orph" deleted'
+    assert hub.get(cm_path(ns, "orph")).status == 404
+    assert "ownerReferences" not in hub.get_json(cm_path(ns, "kid1"))["metadata"]
+    assert hub.get_json(cm_path(ns, "kid2"))["metadata"]["ownerReferences"] == [other]
+    time.sleep(1)  # and the collector does not delete them later
+    assert hub.get(cm_path(ns, "kid1")).status == 200
+
+
+def test_orphan_deletion_with_other_finalizers(module_hub, ns):
+    hub = module_hub
+    hub.apply_obj(cm("held", ns, finalizers=["example.com/keep"]))
+    owner = hub.get_json(cm_path(ns, "held"))
+    hub.apply_obj(cm("kid", ns, ownerReferences=[owner_ref(owner, True)]))
+    status, _, obj = delete_raw(hub, cm_path(ns, "held"), "Orphan")
+    assert status == 200, obj
+    assert obj["metadata"]["finalizers"] == ["example.com/keep", "orphan"]
+    wait_for(lambda: hub.get_json(cm_path(ns, "held"))["metadata"]["finalizers"] == ["example.com/keep"],
+             10, what="the orphan finalizer removed")
+    assert "ownerReferences" not in hub.get_json(cm_path(ns, "kid"))["metadata"]
+    r = hub.request("PATCH", cm_path(ns, "held"), {"metadata": {"finalizers": None}}, content_type=MERGE)
+    assert r.status == 200, r
+    wait_for(lambda: hub.get(cm_path(ns, "held")).status == 404, 10, what="owner deleted")
+    assert hub.get(cm_path(ns, "kid")).status == 200
