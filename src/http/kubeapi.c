@@ -728,10 +728,36 @@ static int parse_body(struct http_req *req, json_t **ret, ah_err *err)
 	return 0;
 }
 
+/* The field manager of a write: the fieldManager parameter, else the
+ * program name of the User-Agent ("kubectl/v1.31.0 (linux/amd64) ..." ->
+ * "kubectl"), as kube-apiserver derives it; at most 128 characters. */
+static void field_manager(struct http_req *req, char *out, size_t size)
+{
+	const char *fm = http_query(req, "fieldManager"), *ua = http_header(req, "User-Agent");
+	size_t n;
+
+	if (fm && *fm) {
+		snprintf(out, size, "%s", fm);
+		return;
+	}
+	ua = ua ? ua : "";
+	n = strcspn(ua, "/");
+	if (n > 128)
+		n = 128;
+	snprintf(out, size, "%.*s", (int)n, ua);
+}
+
 static int parse_opts(struct http_req *req, struct kube_opts *o, ah_err *err)
 {
 	const char *dry = http_query(req, "dryRun");
 	const char *fv = http_query(req, "fieldValidation");
+	const char *fm = http_query(req, "fieldManager");
+
+	if (fm && (strlen(fm) > 128 || strpbrk(fm, "\n\r\t")))
+		return ah_err_set(err, EINVAL, 422, "Invalid",
+				  strlen(fm) > 128 ?
+				  "fieldManager: Too long: may not be more than 128 bytes" :
+				  "fieldManager: Invalid value: \"%s\": must only contain printable characters", fm);
 
 	if (dry && *dry) {
 		if (strcmp(dry, "All") != 0)
@@ -1471,8 +1497,6 @@ static const char *patch_media_type(const char *ct, const struct kube_kind *k)
 			continue;
 		if (i == 2 && !k->builtin)
 			return NULL;
-		if (i == 3)
-			return NULL; /* server-side apply is not served yet */
 		return types[i];
 	}
 	return NULL;
@@ -1481,6 +1505,7 @@ static const char *patch_media_type(const char *ct, const struct kube_kind *k)
 static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req, struct target *t)
 {
 	struct kube_opts o = { 0 };
+	char manager[160];
 	json_t *body = NULL, *ret = NULL, *causes = json_array(), *warnings = json_array();
 	const char *m = req->method;
 	enum MHD_Result res;
@@ -1491,6 +1516,8 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 	o.causes = causes;
 	o.warnings = warnings;
 	o.status = t->status;
+	field_manager(req, manager, sizeof(manager));
+	o.field_manager = manager;
 	r = parse_opts(req, &o, &err);
 	if (r < 0)
 		goto fail;
@@ -1566,6 +1593,17 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 				       "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
 			goto fail;
 		}
+		const char *force = http_query(req, "force");
+		bool apply = strstr(ct, "apply-patch") != NULL;
+
+		if (force && *force) {
+			if (!apply) {
+				r = ah_err_set(&err, EINVAL, 422, "Invalid",
+					       "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch");
+				goto fail;
+			}
+			o.force = parse_bool(force) == 1;
+		}
 		r = parse_body(req, &body, &err);
 		if (r < 0)
 			goto fail;
@@ -1573,7 +1611,7 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 		r = kube_patch(ka->api, t->k, t->ns, t->name, ct, body, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
-		res = reply_object(req, t->k, 200, ret, warnings, o.text, o.text_len);
+		res = reply_object(req, t->k, o.created ? 201 : 200, ret, warnings, o.text, o.text_len);
 		o.text = NULL;
 		goto done;
 	}

@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "base/util.h"
+#include "kube/fieldmgr.h"
 #include "kube/patch.h"
 #include "kube/schema.h"
 #include "kube/selector.h"
@@ -634,6 +635,35 @@ static int check_type_meta(const struct kube_kind *k, json_t *body, ah_err *err)
 	return 0;
 }
 
+/* The managedFields of a write: computed from what changed (Update), or
+ * as server-side apply already set them (o->managed). */
+static void fm_who_init(struct fm_who *who, const struct kube_kind *k, struct kube_opts *o, char *now, size_t nsz)
+{
+	util_now_rfc3339(now, nsz);
+	who->manager = o && o->field_manager ? o->field_manager : "agenthub";
+	who->api_version = k->api_version;
+	who->subresource = o && o->status ? "status" : "";
+	who->time = now;
+	who->schema = k->builtin ? NULL : k->schema;
+	who->status_separate = k->has_status;
+}
+
+static int record_managed(const struct kube_kind *k, struct kube_opts *o, const json_t *old, json_t *obj)
+{
+	struct fm_who who;
+	char now[32];
+
+	if (o && o->managed) {
+		if (json_array_size(o->managed))
+			json_object_set(meta_of(obj), "managedFields", o->managed);
+		else
+			json_object_del(meta_of(obj), "managedFields");
+		return 0;
+	}
+	fm_who_init(&who, k, o, now, sizeof(now));
+	return fm_record_update(&who, old, obj);
+}
+
 int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns, json_t *body,
 		struct kube_opts *o, json_t **ret, ah_err *err)
 {
@@ -735,6 +765,11 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 			r = run_admission(api, k, KUBE_CREATE, NULL, obj, err);
 			if (r < 0)
 				goto out;
+			r = record_managed(k, o, NULL, obj);
+			if (r < 0) {
+				r = ah_err_set(err, r, 500, "InternalError", "out of memory");
+				goto out;
+			}
 		}
 		if (o && o->dry_run) {
 			store_obj *so = NULL;
@@ -921,6 +956,11 @@ static int do_update(struct kube_api *api, const struct kube_kind *k, const char
 	r = run_admission(api, k, KUBE_UPDATE, old, obj, err);
 	if (r < 0)
 		goto out;
+	r = record_managed(k, o, old, obj);
+	if (r < 0) {
+		r = ah_err_set(err, r, 500, "InternalError", "out of memory");
+		goto out;
+	}
 	if (json_equal(old, obj)) {
 		/* A no-op update writes nothing and keeps the resourceVersion. */
 		*ret = obj;
@@ -1027,6 +1067,99 @@ int kube_update(struct kube_api *api, const struct kube_kind *k, const char *ns,
 	return r;
 }
 
+/* Server-side apply: config is the applier's whole intent for the fields it
+ * manages (see fieldmgr.h).  Creates the object when absent. */
+static int kube_apply(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
+		      const json_t *patch, struct kube_opts *o, json_t **ret, ah_err *err)
+{
+	struct kube_opts none = { 0 };
+	json_t *config;
+	const char *cname;
+	int attempt, r = 0;
+
+	if (!o)
+		o = &none;
+	if (!o->field_manager || !*o->field_manager)
+		return ah_err_set(err, EINVAL, 422, "Invalid",
+				  "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply requests");
+	if (!json_is_object(patch))
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "error decoding YAML: the applied configuration is not an object");
+	if (!json_string_value(json_object_get(patch, "apiVersion")) || !json_string_value(json_object_get(patch, "kind")))
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "Object 'Kind' is missing in '%s'", "the applied configuration");
+	cname = mstr(patch, "name");
+	if (cname && strcmp(cname, name) != 0)
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "the name of the object (%s) does not match the name on the URL (%s)", cname, name);
+	config = json_deep_copy(patch);
+	if (!config)
+		return ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
+	r = check_type_meta(k, config, err);
+	if (r < 0) {
+		json_decref(config);
+		return r;
+	}
+	json_object_set_new(meta_of(config), "name", json_string(name));
+	if (k->namespaced)
+		json_object_set_new(meta_of(config), "namespace", json_string(ns));
+	/* The main resource ignores status and the status subresource all but
+	 * status (kube's reset fields). */
+	if (k->has_status && !o->status)
+		json_object_del(config, "status");
+	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
+		json_t *old = NULL, *applied = NULL, *managed;
+		struct fm_who who;
+		char now[32];
+		const char *rv;
+		int64_t rev = 0;
+
+		fm_who_init(&who, k, o, now, sizeof(now));
+		r = get_with_rev(api, k, ns, name, &old, &rev, err);
+		if (r == -ENOENT) {
+			if (o->status) {
+				json_decref(config);
+				return r;
+			}
+			ah_err_clear(err);
+			r = fm_apply(&who, NULL, config, o->force, o->causes, &applied, err);
+			if (r < 0)
+				break;
+			managed = json_incref(json_object_get(json_object_get(applied, "metadata"), "managedFields"));
+			o->managed = managed ? managed : json_array();
+			r = kube_create(api, k, ns, applied, o, ret, err);
+			json_decref(o->managed);
+			o->managed = NULL;
+			json_decref(applied);
+			if (r == -EEXIST)
+				continue; /* created meanwhile: apply to it */
+			if (r == 0)
+				o->created = true;
+			break;
+		}
+		if (r < 0)
+			break;
+		r = fm_apply(&who, old, config, o->force, o->causes, &applied, err);
+		if (r < 0) {
+			json_decref(old);
+			break;
+		}
+		managed = json_incref(json_object_get(json_object_get(applied, "metadata"), "managedFields"));
+		o->managed = managed ? managed : json_array();
+		/* A resourceVersion in the configuration is a precondition. */
+		rv = mstr(config, "resourceVersion");
+		r = do_update(api, k, ns, name, old, rev, applied, true, rv ? rv : "", o, ret, err);
+		json_decref(o->managed);
+		o->managed = NULL;
+		json_decref(old);
+		json_decref(applied);
+		if (r == -ESTALE && !rv)
+			continue;
+		break;
+	}
+	json_decref(config);
+	return r;
+}
+
 int kube_patch(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
 	       const char *patch_type, const json_t *patch, struct kube_opts *o, json_t **ret,
 	       ah_err *err)
@@ -1035,6 +1168,8 @@ int kube_patch(struct kube_api *api, const struct kube_kind *k, const char *ns, 
 
 	if (!k->namespaced)
 		ns = "";
+	if (strstr(patch_type, "apply-patch"))
+		return kube_apply(api, k, ns, name, patch, o, ret, err);
 	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
 		json_t *old = NULL, *patched = NULL;
 		const char *rv, *orv;

@@ -431,3 +431,84 @@ def test_orphan_deletion_with_other_finalizers(module_hub, ns):
     assert r.status == 200, r
     wait_for(lambda: hub.get(cm_path(ns, "held")).status == 404, 10, what="owner deleted")
     assert hub.get(cm_path(ns, "kid")).status == 200
+
+
+# ---- 2. server-side apply and managedFields -------------------------------------------
+
+def managed(obj):
+    return {(e["manager"], e["operation"], e.get("subresource", "")): e for e in
+            obj["metadata"].get("managedFields", [])}
+
+
+def test_managed_fields_recorded_for_every_write(module_hub, ns):
+    hub = module_hub
+    name = "mf1"
+    hub.apply_obj(agent(name, ns))
+    got = hub.get_json(agent_path(ns, name))
+    mf = managed(got)
+    e = mf[("kubectl-client-side-apply", "Update", "")]
+    assert e["apiVersion"] == "agent-install.openshift.io/v1beta1"
+    assert e["fieldsType"] == "FieldsV1" and e["time"].endswith("Z")
+    assert e["fieldsV1"]["f:spec"] == {".": {}, "f:approved": {}, "f:role": {}}, e
+    assert "f:kubectl.kubernetes.io/last-applied-configuration" in e["fieldsV1"]["f:metadata"]["f:annotations"]
+    hub.kubectl("-n", ns, "label", "agent", name, "size=xl")
+    hub.kubectl("-n", ns, "patch", "agent", name, "--type", "merge", "-p", '{"spec":{"approved":true}}')
+    got = hub.get_json(agent_path(ns, name))
+    mf = managed(got)
+    assert mf[("kubectl-label", "Update", "")]["fieldsV1"] == {"f:metadata": {"f:labels": {".": {}, "f:size": {}}}}
+    assert mf[("kubectl-patch", "Update", "")]["fieldsV1"] == {"f:spec": {"f:approved": {}}}
+    # the patcher took spec.approved from the applier
+    assert "f:approved" not in mf[("kubectl-client-side-apply", "Update", "")]["fieldsV1"]["f:spec"]
+    # a no-op write changes nothing (same resourceVersion, same managedFields)
+    r = hub.request("PATCH", agent_path(ns, name), {"spec": {"approved": True}}, content_type=MERGE)
+    assert r.status == 200 and r.json()["metadata"] == got["metadata"], r
+    # the status subresource is tracked separately; the hub's controllers are "agenthub"
+    r = hub.request("PATCH", agent_path(ns, name) + "/status?fieldManager=my-controller",
+                    {"status": {"debugInfo": {"state": "x"}}}, content_type=MERGE)
+    assert r.status == 200, r
+    mf = managed(r.json())
+    st = mf[("my-controller", "Update", "status")]
+    assert st["fieldsV1"]["f:status"]["f:debugInfo"]["f:state"] == {}, st
+    # the manager is the User-Agent's program name without fieldManager
+    r = hub.request("PATCH", agent_path(ns, name), {"metadata": {"annotations": {"a": "b"}}},
+                    content_type=MERGE, headers={"User-Agent": "my-tool/1.2 (linux)"})
+    assert r.status == 200, r
+    assert ("my-tool", "Update", "") in managed(r.json())
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.30", "1.33"])
+def test_kubectl_server_side_apply(module_hub, ns, version):
+    hub = module_hub
+    name = f"ssa-{version.replace('.', '')}"
+    a = agent(name, ns, labels={"app": "x"})
+    r = kubectl_v(hub, version, "apply", "--server-side", "-f", "-", input=json.dumps(a))
+    assert r.stdout.strip() == f"agent.agent-install.openshift.io/{name} serverside-applied", r.stdout
+    got = hub.get_json(agent_path(ns, name))
+    e = managed(got)[("kubectl", "Apply", "")]
+    assert e["fieldsV1"] == {"f:metadata": {"f:labels": {"f:app": {}}},
+                             "f:spec": {"f:approved": {}, "f:role": {}}}, e
+    # unchanged: applies cleanly again; diff shows nothing
+    kubectl_v(hub, version, "apply", "--server-side", "-f", "-", input=json.dumps(a))
+    r = kubectl_v(hub, version, "diff", "--server-side", "-f", "-", input=json.dumps(a))
+    assert r.stdout == ""
+    # another manager changes a field the applier owns: conflict
+    kubectl_v(hub, version, "-n", ns, "patch", "agent", name, "--type", "merge",
+              "-p", '{"spec":{"approved":true}}')
+    r = kubectl_v(hub, version, "apply", "--server-side", "-f", "-", input=json.dumps(a), check=False)
+    assert r.returncode != 0
+    assert ('Apply failed with 1 conflict: conflict with "kubectl-patch" using '
+            'agent-install.openshift.io/v1beta1: .spec.approved') in r.stderr, r.stderr
+    # diff --server-side shows the change the apply would make
+    r = kubectl_v(hub, version, "diff", "--server-side", "--force-conflicts", "-f", "-",
+                  input=json.dumps(a), check=False)
+    assert r.returncode == 1 and "approved: true" in r.stdout, (r.stdout, r.stderr)
+    # force takes the field back
+    kubectl_v(hub, version, "apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(a))
+    got = hub.get_json(agent_path(ns, name))
+    assert got["spec"]["approved"] is False
+    mf = managed(got)
+    assert ("kubectl-patch", "Update", "") not in mf
+    # a field removed from the applier's config is removed from the object
+    del a["metadata"]["labels"]
+    kubectl_v(hub, version, "apply", "--server-side", "-f", "-", input=json.dumps(a))
+    assert "app" not in hub.get_json(agent_path(ns, name))["metadata"].get("labels", {})
