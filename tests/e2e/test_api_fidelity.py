@@ -512,3 +512,59 @@ def test_kubectl_server_side_apply(module_hub, ns, version):
     del a["metadata"]["labels"]
     kubectl_v(hub, version, "apply", "--server-side", "-f", "-", input=json.dumps(a))
     assert "app" not in hub.get_json(agent_path(ns, name))["metadata"].get("labels", {})
+
+
+def test_apply_raw_http_create_force_and_validation(module_hub, ns):
+    """What controller-runtime's client.Apply, Flux and Argo CD send: a JSON
+    body as application/apply-patch+yaml, fieldManager, force=true."""
+    hub = module_hub
+    body = agent("raw-apply", ns)
+    path = agent_path(ns, "raw-apply")
+    status, _, obj = raw(hub, "PATCH", path + "?fieldManager=flux&force=true", body, APPLY)
+    assert status == 201, obj
+    assert [e["manager"] for e in obj["metadata"]["managedFields"]] == ["flux"]
+    assert obj["metadata"]["managedFields"][0]["operation"] == "Apply"
+    status, _, obj = raw(hub, "PATCH", path + "?fieldManager=flux&force=true", body, APPLY)
+    assert status == 200, obj
+    # YAML bodies too
+    status, _, obj = raw(hub, "PATCH", path + "?fieldManager=argocd",
+                         "apiVersion: agent-install.openshift.io/v1beta1\nkind: Agent\n"
+                         f"metadata:\n  name: raw-apply\n  namespace: {ns}\nspec:\n  approved: true\n".encode(),
+                         APPLY)
+    assert status == 409, obj
+    st = status_shape(obj, 409, "Conflict")
+    assert st["message"] == 'Apply failed with 1 conflict: conflict with "flux": .spec.approved', st
+    assert st["details"]["causes"] == [{"reason": "FieldManagerConflict",
+                                        "message": 'conflict with "flux"', "field": ".spec.approved"}]
+    # fieldManager is required; force only for apply
+    status, _, obj = raw(hub, "PATCH", path, body, APPLY)
+    assert status == 422, obj
+    assert status_shape(obj, 422, "Invalid")["message"] == \
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply requests'
+    status, _, obj = raw(hub, "PATCH", path + "?force=true", {"spec": {"approved": True}}, MERGE)
+    assert status == 422, obj
+    assert "force: Forbidden: may not be specified for non-apply patch" in obj["message"]
+    # dry run stores nothing
+    body["spec"]["approved"] = True
+    status, _, obj = raw(hub, "PATCH", path + "?fieldManager=flux&dryRun=All", body, APPLY)
+    assert status == 200 and obj["spec"]["approved"] is True, obj
+    assert hub.get_json(path)["spec"]["approved"] is False
+
+
+def test_server_side_apply_over_client_side_apply(module_hub, ns):
+    """kubectl apply --server-side on an object made by client-side apply (kubectl
+    then tries to migrate the managedFields with a JSON patch): works, both versions."""
+    hub = module_hub
+    for version in ("1.27", "1.33"):
+        name = f"csa-{version.replace('.', '')}"
+        a = agent(name, ns)
+        kubectl_v(hub, version, "apply", "-f", "-", input=json.dumps(a))
+        a["spec"]["approved"] = True
+        r = kubectl_v(hub, version, "apply", "--server-side", "-f", "-", input=json.dumps(a), check=False)
+        # kube-apiserver reports the client-side applier's ownership of a changed field
+        assert r.returncode != 0 and ".spec.approved" in r.stderr, r.stderr
+        r = kubectl_v(hub, version, "apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(a))
+        assert "serverside-applied" in r.stdout
+        got = hub.get_json(agent_path(ns, name))
+        assert got["spec"]["approved"] is True
+        assert ("kubectl", "Apply", "") in managed(got)
