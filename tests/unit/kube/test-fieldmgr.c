@@ -228,6 +228,22 @@ static const struct update_row update_rows[] = {
 	  "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"role\":\"\"}}", "b", "",
 	  "[{\"manager\":\"a\",\"operation\":\"Update\",\"apiVersion\":\"example.com/v1\"," OLDT ","
 	  "\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:spec\":{\"f:role\":{}}}}]" },
+	{ "an owner changing its own field: only its time changes",
+	  "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"a\",\"operation\":\"Update\","
+	  "\"apiVersion\":\"example.com/v1\"," OLDT ",\"fieldsType\":\"FieldsV1\","
+	  "\"fieldsV1\":{\"f:spec\":{\"f:role\":{}}}}]},\"spec\":{\"role\":\"\"}}",
+	  "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"role\":\"master\"}}", "a", "",
+	  "[{\"manager\":\"a\",\"operation\":\"Update\",\"apiVersion\":\"example.com/v1\"," T ","
+	  "\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:spec\":{\"f:role\":{}}}}]" },
+	{ "an owner changing a field another also owns: the other loses it",
+	  "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"a\",\"operation\":\"Update\","
+	  "\"apiVersion\":\"example.com/v1\"," OLDT ",\"fieldsType\":\"FieldsV1\","
+	  "\"fieldsV1\":{\"f:spec\":{\"f:role\":{}}}},{\"manager\":\"k\",\"operation\":\"Apply\","
+	  "\"apiVersion\":\"example.com/v1\"," OLDT ",\"fieldsType\":\"FieldsV1\","
+	  "\"fieldsV1\":{\"f:spec\":{\"f:role\":{}}}}]},\"spec\":{\"role\":\"\"}}",
+	  "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"role\":\"master\"}}", "a", "",
+	  "[{\"manager\":\"a\",\"operation\":\"Update\",\"apiVersion\":\"example.com/v1\"," T ","
+	  "\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:spec\":{\"f:role\":{}}}}]" },
 	{ "status subresource: its own entry, status fields only",
 	  "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"role\":\"\"}}",
 	  "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"role\":\"\"},\"status\":{\"state\":\"known\"}}", "agenthub", "status",
