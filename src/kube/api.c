@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "base/util.h"
+#include "kube/fieldmgr.h"
 #include "kube/patch.h"
 #include "kube/schema.h"
 #include "kube/selector.h"
@@ -28,12 +29,22 @@ struct admission {
 	void *userdata;
 };
 
+/* Work for the garbage collector: an owner that is gone (uid set, no
+ * store_key), a terminating namespace (uid NULL), or an owner that is being
+ * deleted and held by the collector's own finalizer (store_key and name
+ * set): "orphan" (dependents lose their ownerReference first) or
+ * "foregroundDeletion" (dependents go first; the owner waits for those with
+ * blockOwnerDeletion=true). */
 struct gc_item {
 	char *uid;
 	char *ns; /* "" for a cluster-scoped owner: look in every namespace */
 	bool orphan;
+	char *store_key, *name; /* an owner held by the orphan/foregroundDeletion finalizer */
 	struct gc_item *next;
 };
+
+#define FINALIZER_ORPHAN "orphan"
+#define FINALIZER_FOREGROUND "foregroundDeletion"
 
 /* A namespace seen to exist, valid while the store's stamp for namespaces
  * is still `stamp` (see store_resource_stamp()). */
@@ -56,6 +67,7 @@ struct kube_api {
 	pthread_mutex_t gc_lock;
 	pthread_cond_t gc_cond;
 	struct gc_item *gc_head, *gc_tail;
+	struct gc_item *gc_waiting; /* foreground deletions waiting for dependents */
 	char **ns_terminating;
 	size_t n_ns_terminating;
 	bool gc_stop;
@@ -396,9 +408,15 @@ static int invalid_error(const struct kube_kind *k, const char *name, json_t *ca
 }
 
 /* Validate metadata and the object against the kind's schema, after pruning
- * and defaulting.  Collects causes; returns the count. */
-static int check_object(const struct kube_kind *k, json_t *obj, struct kube_opts *o, json_t *causes)
+ * and defaulting.  Collects causes; returns the count.  With
+ * fieldValidation=Strict an unknown field is a decoding error, not a cause:
+ * 400 BadRequest "strict decoding error: unknown field \"spec.x\"" (every
+ * unknown field named, comma-separated, as kube-apiserver does), reported
+ * before any validation; then the return is negative with err set. */
+static int check_object(const struct kube_kind *k, json_t *obj, struct kube_opts *o, json_t *causes,
+			ah_err *err)
 {
+	strbuf strict = STRBUF_INIT;
 	json_t *meta = json_object_get(obj, "metadata"), *pruned = json_array();
 	const char *name = mstr(obj, "name");
 	const char *problem;
@@ -421,8 +439,8 @@ static int check_object(const struct kube_kind *k, json_t *obj, struct kube_opts
 		const char *path = json_string_value(p);
 
 		if (o && o->field_validation == KUBE_FV_STRICT) {
-			add_cause(causes, "FieldValueInvalid", "", "unknown field \"%s\"", path);
-			n++;
+			strbuf_adds(&strict, strict.len ? ", " : "strict decoding error: ");
+			strbuf_addf(&strict, "unknown field \"%s\"", path);
 		} else if (o && o->warnings && o->field_validation == KUBE_FV_WARN) {
 			char w[600];
 
@@ -431,6 +449,12 @@ static int check_object(const struct kube_kind *k, json_t *obj, struct kube_opts
 		}
 	}
 	json_decref(pruned);
+	if (strict.len) {
+		ah_err_set(err, EINVAL, 400, "BadRequest", "%s", strict.buf);
+		strbuf_release(&strict);
+		return -EINVAL;
+	}
+	strbuf_release(&strict);
 	n += schema_validate(k->schema, obj, causes);
 	return n;
 }
@@ -611,6 +635,35 @@ static int check_type_meta(const struct kube_kind *k, json_t *body, ah_err *err)
 	return 0;
 }
 
+/* The managedFields of a write: computed from what changed (Update), or
+ * as server-side apply already set them (o->managed). */
+static void fm_who_init(struct fm_who *who, const struct kube_kind *k, struct kube_opts *o, char *now, size_t nsz)
+{
+	util_now_rfc3339(now, nsz);
+	who->manager = o && o->field_manager ? o->field_manager : "agenthub";
+	who->api_version = k->api_version;
+	who->subresource = o && o->status ? "status" : "";
+	who->time = now;
+	who->schema = k->builtin ? NULL : k->schema;
+	who->status_separate = k->has_status;
+}
+
+static int record_managed(const struct kube_kind *k, struct kube_opts *o, const json_t *old, json_t *obj)
+{
+	struct fm_who who;
+	char now[32];
+
+	if (o && o->managed) {
+		if (json_array_size(o->managed))
+			json_object_set(meta_of(obj), "managedFields", o->managed);
+		else
+			json_object_del(meta_of(obj), "managedFields");
+		return 0;
+	}
+	fm_who_init(&who, k, o, now, sizeof(now));
+	return fm_record_update(&who, old, obj);
+}
+
 int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns, json_t *body,
 		struct kube_opts *o, json_t **ret, ah_err *err)
 {
@@ -699,13 +752,24 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 			json_object_set_new(meta, "name", json_string(gen_name));
 		}
 		if (attempts == 0) {
-			if (check_object(k, obj, o, causes) > 0) {
+			int bad = check_object(k, obj, o, causes, err);
+
+			if (bad < 0) {
+				r = bad;
+				goto out;
+			}
+			if (bad > 0) {
 				r = invalid_error(k, mstr(obj, "name") ? mstr(obj, "name") : "", causes, err);
 				goto out;
 			}
 			r = run_admission(api, k, KUBE_CREATE, NULL, obj, err);
 			if (r < 0)
 				goto out;
+			r = record_managed(k, o, NULL, obj);
+			if (r < 0) {
+				r = ah_err_set(err, r, 500, "InternalError", "out of memory");
+				goto out;
+			}
 		}
 		if (o && o->dry_run) {
 			store_obj *so = NULL;
@@ -759,7 +823,20 @@ static bool is_deleting(const json_t *obj)
 	return mstr(obj, "deletionTimestamp") != NULL;
 }
 
+static bool has_finalizer(const json_t *obj, const char *f)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "finalizers"), i, v)
+		if (json_string_value(v) && strcmp(json_string_value(v), f) == 0)
+			return true;
+	return false;
+}
+
 static void gc_enqueue(struct kube_api *api, const char *uid, const char *ns, bool orphan);
+static void gc_enqueue_held(struct kube_api *api, const struct kube_kind *k, const char *ns,
+			    const char *name, const char *uid);
 static int remove_now(struct kube_api *api, const struct kube_kind *k, const char *ns,
 		      const char *name, json_t *obj, int64_t expect_rev, bool orphan, ah_err *err);
 
@@ -869,13 +946,21 @@ static int do_update(struct kube_api *api, const struct kube_kind *k, const char
 			gen++;
 		json_object_set_new(meta_of(obj), "generation", json_integer(gen));
 	}
-	if (check_object(k, obj, o, causes) > 0) {
+	r = check_object(k, obj, o, causes, err);
+	if (r < 0)
+		goto out;
+	if (r > 0) {
 		r = invalid_error(k, name, causes, err);
 		goto out;
 	}
 	r = run_admission(api, k, KUBE_UPDATE, old, obj, err);
 	if (r < 0)
 		goto out;
+	r = record_managed(k, o, old, obj);
+	if (r < 0) {
+		r = ah_err_set(err, r, 500, "InternalError", "out of memory");
+		goto out;
+	}
 	if (json_equal(old, obj)) {
 		/* A no-op update writes nothing and keeps the resourceVersion. */
 		*ret = obj;
@@ -982,6 +1067,99 @@ int kube_update(struct kube_api *api, const struct kube_kind *k, const char *ns,
 	return r;
 }
 
+/* Server-side apply: config is the applier's whole intent for the fields it
+ * manages (see fieldmgr.h).  Creates the object when absent. */
+static int kube_apply(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
+		      const json_t *patch, struct kube_opts *o, json_t **ret, ah_err *err)
+{
+	struct kube_opts none = { 0 };
+	json_t *config;
+	const char *cname;
+	int attempt, r = 0;
+
+	if (!o)
+		o = &none;
+	if (!o->field_manager || !*o->field_manager)
+		return ah_err_set(err, EINVAL, 422, "Invalid",
+				  "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply requests");
+	if (!json_is_object(patch))
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "error decoding YAML: the applied configuration is not an object");
+	if (!json_string_value(json_object_get(patch, "apiVersion")) || !json_string_value(json_object_get(patch, "kind")))
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "Object 'Kind' is missing in '%s'", "the applied configuration");
+	cname = mstr(patch, "name");
+	if (cname && strcmp(cname, name) != 0)
+		return ah_err_set(err, EINVAL, 400, "BadRequest",
+				  "the name of the object (%s) does not match the name on the URL (%s)", cname, name);
+	config = json_deep_copy(patch);
+	if (!config)
+		return ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
+	r = check_type_meta(k, config, err);
+	if (r < 0) {
+		json_decref(config);
+		return r;
+	}
+	json_object_set_new(meta_of(config), "name", json_string(name));
+	if (k->namespaced)
+		json_object_set_new(meta_of(config), "namespace", json_string(ns));
+	/* The main resource ignores status and the status subresource all but
+	 * status (kube's reset fields). */
+	if (k->has_status && !o->status)
+		json_object_del(config, "status");
+	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
+		json_t *old = NULL, *applied = NULL, *managed;
+		struct fm_who who;
+		char now[32];
+		const char *rv;
+		int64_t rev = 0;
+
+		fm_who_init(&who, k, o, now, sizeof(now));
+		r = get_with_rev(api, k, ns, name, &old, &rev, err);
+		if (r == -ENOENT) {
+			if (o->status) {
+				json_decref(config);
+				return r;
+			}
+			ah_err_clear(err);
+			r = fm_apply(&who, NULL, config, o->force, o->causes, &applied, err);
+			if (r < 0)
+				break;
+			managed = json_incref(json_object_get(json_object_get(applied, "metadata"), "managedFields"));
+			o->managed = managed ? managed : json_array();
+			r = kube_create(api, k, ns, applied, o, ret, err);
+			json_decref(o->managed);
+			o->managed = NULL;
+			json_decref(applied);
+			if (r == -EEXIST)
+				continue; /* created meanwhile: apply to it */
+			if (r == 0)
+				o->created = true;
+			break;
+		}
+		if (r < 0)
+			break;
+		r = fm_apply(&who, old, config, o->force, o->causes, &applied, err);
+		if (r < 0) {
+			json_decref(old);
+			break;
+		}
+		managed = json_incref(json_object_get(json_object_get(applied, "metadata"), "managedFields"));
+		o->managed = managed ? managed : json_array();
+		/* A resourceVersion in the configuration is a precondition. */
+		rv = mstr(config, "resourceVersion");
+		r = do_update(api, k, ns, name, old, rev, applied, true, rv ? rv : "", o, ret, err);
+		json_decref(o->managed);
+		o->managed = NULL;
+		json_decref(old);
+		json_decref(applied);
+		if (r == -ESTALE && !rv)
+			continue;
+		break;
+	}
+	json_decref(config);
+	return r;
+}
+
 int kube_patch(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
 	       const char *patch_type, const json_t *patch, struct kube_opts *o, json_t **ret,
 	       ah_err *err)
@@ -990,6 +1168,8 @@ int kube_patch(struct kube_api *api, const struct kube_kind *k, const char *ns, 
 
 	if (!k->namespaced)
 		ns = "";
+	if (strstr(patch_type, "apply-patch"))
+		return kube_apply(api, k, ns, name, patch, o, ret, err);
 	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
 		json_t *old = NULL, *patched = NULL;
 		const char *rv, *orv;
@@ -1071,7 +1251,12 @@ int kube_delete(struct kube_api *api, const struct kube_kind *k, const char *ns,
 	int64_t rev;
 	int r, attempt;
 	bool orphan = o && o->propagation && strcmp(o->propagation, "Orphan") == 0;
+	bool foreground = o && o->propagation && strcmp(o->propagation, "Foreground") == 0;
 	bool is_ns = !k->group[0] && strcmp(k->plural, "namespaces") == 0;
+	/* Orphan and Foreground deletions are carried out by the collector
+	 * under a finalizer, as kube-apiserver does: the object stays, with a
+	 * deletionTimestamp, until its dependents are dealt with. */
+	bool held = (orphan || foreground) && !is_ns;
 
 	/* kube-apiserver's NamespaceLifecycle admission: the system
 	 * namespaces stay. */
@@ -1107,10 +1292,16 @@ int kube_delete(struct kube_api *api, const struct kube_kind *k, const char *ns,
 			return r;
 		}
 		if (is_deleting(obj)) {
-			*ret = obj;
-			return 0;
+			/* Deleting again changes nothing, but a foreground delete
+			 * of an object other finalizers hold: kube-apiserver adds
+			 * foregroundDeletion then. */
+			if (!foreground || is_ns || has_finalizer(obj, FINALIZER_FOREGROUND) ||
+			    has_finalizer(obj, FINALIZER_ORPHAN)) {
+				*ret = obj;
+				return 0;
+			}
 		}
-		if (!finalizers_empty(obj) || is_ns) {
+		if (!finalizers_empty(obj) || is_ns || held) {
 			/* Finalizers hold it: mark it and let their owners finish.
 			 * A namespace always goes through Terminating so its content
 			 * is removed first. */
@@ -1119,18 +1310,20 @@ int kube_delete(struct kube_api *api, const struct kube_kind *k, const char *ns,
 			char now[32];
 
 			util_now_rfc3339(now, sizeof(now));
-			json_object_set_new(meta_of(upd), "deletionTimestamp", json_string(now));
-			json_object_set_new(meta_of(upd), "deletionGracePeriodSeconds", json_integer(0));
+			if (!is_deleting(upd)) {
+				json_object_set_new(meta_of(upd), "deletionTimestamp", json_string(now));
+				json_object_set_new(meta_of(upd), "deletionGracePeriodSeconds", json_integer(0));
+			}
 			if (is_ns)
 				json_object_set_new(upd, "status", json_pack("{s:s}", "phase", "Terminating"));
-			if (orphan) {
+			if (held && !is_ns) {
 				json_t *fin = json_object_get(meta_of(upd), "finalizers");
 
 				if (!json_is_array(fin)) {
 					fin = json_array();
 					json_object_set_new(meta_of(upd), "finalizers", fin);
 				}
-				json_array_append_new(fin, json_string("orphan"));
+				json_array_append_new(fin, json_string(orphan ? FINALIZER_ORPHAN : FINALIZER_FOREGROUND));
 			}
 			json_decref(obj);
 			if (o && o->dry_run) {
@@ -1148,6 +1341,8 @@ int kube_delete(struct kube_api *api, const struct kube_kind *k, const char *ns,
 			}
 			if (is_ns)
 				gc_enqueue(api, NULL, name, false);
+			else if (held)
+				gc_enqueue_held(api, k, ns, name, mstr(upd, "uid"));
 			*ret = upd;
 			return 0;
 		}
@@ -1189,6 +1384,44 @@ static void gc_enqueue(struct kube_api *api, const char *uid, const char *ns, bo
 	api->gc_tail = it;
 	pthread_cond_signal(&api->gc_cond);
 	pthread_mutex_unlock(&api->gc_lock);
+}
+
+static void gc_enqueue_held(struct kube_api *api, const struct kube_kind *k, const char *ns,
+			    const char *name, const char *uid)
+{
+	struct gc_item *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return;
+	it->uid = strdup(uid ? uid : "");
+	it->ns = strdup(k->namespaced && ns ? ns : "");
+	it->store_key = strdup(k->store_key);
+	it->name = strdup(name);
+	if (!it->uid || !it->ns || !it->store_key || !it->name) {
+		free(it->uid);
+		free(it->ns);
+		free(it->store_key);
+		free(it->name);
+		free(it);
+		return;
+	}
+	pthread_mutex_lock(&api->gc_lock);
+	if (api->gc_tail)
+		api->gc_tail->next = it;
+	else
+		api->gc_head = it;
+	api->gc_tail = it;
+	pthread_cond_signal(&api->gc_cond);
+	pthread_mutex_unlock(&api->gc_lock);
+}
+
+static void gc_item_free(struct gc_item *it)
+{
+	free(it->uid);
+	free(it->ns);
+	free(it->store_key);
+	free(it->name);
+	free(it);
 }
 
 struct dep_ref {
@@ -1321,6 +1554,184 @@ static void gc_owner_gone(struct kube_api *api, struct gc_item *it)
 	dep_scan_release(&ds);
 }
 
+/* Whether d still names owner `uid` with blockOwnerDeletion=true (an owner
+ * deleted in the foreground waits for it); false once it is gone. */
+static bool dep_blocks(struct kube_api *api, const struct dep_ref *d, const char *uid, bool *ret_deleting,
+		       bool *ret_refers)
+{
+	const struct kube_kind *k = kube_registry_by_store_key(api->reg, d->store_key);
+	json_t *obj = NULL, *ref;
+	int64_t rev;
+	ah_err err;
+	size_t i;
+	bool blocks = false;
+
+	*ret_deleting = false;
+	*ret_refers = false;
+	if (!k || get_with_rev(api, k, d->ns, d->name, &obj, &rev, &err) < 0)
+		return false;
+	*ret_deleting = is_deleting(obj);
+	json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i, ref) {
+		const char *u = json_string_value(json_object_get(ref, "uid"));
+
+		if (u && strcmp(u, uid) == 0) {
+			*ret_refers = true;
+			if (json_is_true(json_object_get(ref, "blockOwnerDeletion")))
+				blocks = true;
+		}
+	}
+	json_decref(obj);
+	return blocks;
+}
+
+/* Whether any object names `uid` as an owner (a cheap text scan: it may say
+ * yes for an object whose own uid is `uid` and that has owners). */
+static bool has_dependents(struct kube_api *api, const char *uid)
+{
+	struct dep_scan ds = { .uid = uid };
+	size_t i;
+	bool any = false;
+
+	if (store_list(api->store, NULL, NULL, NULL, NULL, dep_visit, &ds, NULL) == 0) {
+		for (i = 0; i < ds.n && !any; i++) {
+			const struct kube_kind *k = kube_registry_by_store_key(api->reg, ds.refs[i].store_key);
+			bool deleting, refers;
+
+			(void)dep_blocks(api, &ds.refs[i], uid, &deleting, &refers);
+			any = refers && k;
+		}
+	}
+	dep_scan_release(&ds);
+	return any;
+}
+
+/* Drop one finalizer of the collector's from a held owner; the owner goes
+ * when it was the last one.  -ESTALE on a race (the caller retries). */
+static int release_held(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
+			const char *uid, const char *finalizer)
+{
+	int attempt;
+
+	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
+		json_t *obj = NULL, *fin, *keep, *f;
+		int64_t rev;
+		ah_err err;
+		size_t i;
+		int r;
+
+		if (get_with_rev(api, k, ns, name, &obj, &rev, &err) < 0)
+			return 0;
+		if (strcmp(mstr(obj, "uid") ? mstr(obj, "uid") : "", uid) != 0 || !has_finalizer(obj, finalizer)) {
+			json_decref(obj);
+			return 0;
+		}
+		fin = json_object_get(json_object_get(obj, "metadata"), "finalizers");
+		keep = json_array();
+		json_array_foreach(fin, i, f)
+			if (!json_string_value(f) || strcmp(json_string_value(f), finalizer) != 0)
+				json_array_append(keep, f);
+		if (json_array_size(keep))
+			json_object_set_new(meta_of(obj), "finalizers", keep);
+		else {
+			json_decref(keep);
+			json_object_del(meta_of(obj), "finalizers");
+		}
+		if (is_deleting(obj) && finalizers_empty(obj)) {
+			/* Dependents were dealt with: an orphaned owner leaves them
+			 * be, a foreground one has none left that block. */
+			r = remove_now(api, k, ns, name, obj, rev, strcmp(finalizer, FINALIZER_ORPHAN) == 0, &err);
+		} else {
+			struct render_ctx rc = { .obj = obj };
+
+			r = store_update(api->store, k->store_key, ns, name, rev, render_obj, &rc, NULL);
+		}
+		json_decref(obj);
+		if (r != -ESTALE)
+			return r;
+	}
+	return -ESTALE;
+}
+
+/* An owner held by "orphan" or "foregroundDeletion".  Returns true when it is
+ * dealt with, false while it must wait (foreground: blocking dependents
+ * still exist); a waiting owner is looked at again every second. */
+static bool gc_held(struct kube_api *api, struct gc_item *it)
+{
+	const struct kube_kind *k = kube_registry_by_store_key(api->reg, it->store_key);
+	struct dep_scan ds = { .uid = it->uid };
+	json_t *owner = NULL;
+	int64_t rev;
+	ah_err err;
+	bool orphan, done = true;
+	size_t i;
+
+	if (!k || get_with_rev(api, k, it->ns, it->name, &owner, &rev, &err) < 0)
+		return true;
+	if (strcmp(mstr(owner, "uid") ? mstr(owner, "uid") : "", it->uid) != 0 || !is_deleting(owner)) {
+		json_decref(owner);
+		return true;
+	}
+	orphan = has_finalizer(owner, FINALIZER_ORPHAN);
+	if (!orphan && !has_finalizer(owner, FINALIZER_FOREGROUND)) {
+		json_decref(owner);
+		return true;
+	}
+	json_decref(owner);
+	if (store_list(api->store, NULL, NULL, NULL, NULL, dep_visit, &ds, NULL) < 0) {
+		dep_scan_release(&ds);
+		return false;
+	}
+	for (i = 0; i < ds.n; i++) {
+		const struct dep_ref *d = &ds.refs[i];
+		bool deleting, refers;
+
+		if (*it->ns && strcmp(d->ns, it->ns) != 0)
+			continue;
+		if (orphan) {
+			gc_dependent(api, d, it->uid, true);
+			continue;
+		}
+		(void)dep_blocks(api, d, it->uid, &deleting, &refers);
+		if (!refers)
+			continue;
+		if (!deleting) {
+			/* kube's collector deletes a dependent that has dependents
+			 * of its own in the foreground too, a leaf in the
+			 * background; one with other owners only loses this
+			 * reference. */
+			const struct kube_kind *dk = kube_registry_by_store_key(api->reg, d->store_key);
+			json_t *dobj = NULL;
+			int64_t drev;
+			char duid[64] = "";
+			size_t owners = 0;
+
+			if (dk && get_with_rev(api, dk, d->ns, d->name, &dobj, &drev, &err) == 0) {
+				snprintf(duid, sizeof(duid), "%s", mstr(dobj, "uid") ? mstr(dobj, "uid") : "");
+				owners = json_array_size(json_object_get(json_object_get(dobj, "metadata"),
+									 "ownerReferences"));
+				json_decref(dobj);
+			}
+			if (duid[0] && owners <= 1 && has_dependents(api, duid)) {
+				struct kube_opts o = { .propagation = "Foreground" };
+				json_t *ret = NULL;
+
+				kube_delete(api, dk, d->ns, d->name, &o, &ret, &err);
+				json_decref(ret);
+			} else {
+				gc_dependent(api, d, it->uid, false);
+			}
+		}
+		if (dep_blocks(api, d, it->uid, &deleting, &refers))
+			done = false;
+	}
+	dep_scan_release(&ds);
+	if (orphan)
+		release_held(api, k, it->ns, it->name, it->uid, FINALIZER_ORPHAN);
+	else if (done)
+		release_held(api, k, it->ns, it->name, it->uid, FINALIZER_FOREGROUND);
+	return orphan || done;
+}
+
 /* Delete every object of a terminating namespace; once none is left, the
  * namespace itself goes.  Objects held by finalizers keep it Terminating. */
 static bool ns_sweep(struct kube_api *api, const char *ns)
@@ -1371,6 +1782,30 @@ static void *gc_main(void *arg)
 			struct timespec ts;
 			size_t i, n = api->n_ns_terminating;
 			char **pending = NULL;
+			struct gc_item *waiting = api->gc_waiting;
+
+			/* Foreground deletions waiting for their dependents are
+			 * looked at again every second, like terminating
+			 * namespaces. */
+			if (waiting) {
+				api->gc_waiting = NULL;
+				pthread_mutex_unlock(&api->gc_lock);
+				while (waiting) {
+					struct gc_item *w = waiting;
+
+					waiting = w->next;
+					w->next = NULL;
+					if (gc_held(api, w)) {
+						gc_item_free(w);
+					} else {
+						pthread_mutex_lock(&api->gc_lock);
+						w->next = api->gc_waiting;
+						api->gc_waiting = w;
+						pthread_mutex_unlock(&api->gc_lock);
+					}
+				}
+				pthread_mutex_lock(&api->gc_lock);
+			}
 
 			/* Terminating namespaces are re-swept every second until
 			 * their finalizer-held content is gone. */
@@ -1410,7 +1845,15 @@ static void *gc_main(void *arg)
 		if (!api->gc_head)
 			api->gc_tail = NULL;
 		pthread_mutex_unlock(&api->gc_lock);
-		if (it->uid) {
+		if (it->store_key) {
+			if (!gc_held(api, it)) {
+				pthread_mutex_lock(&api->gc_lock);
+				it->next = api->gc_waiting;
+				api->gc_waiting = it;
+				it = NULL;
+				pthread_mutex_unlock(&api->gc_lock);
+			}
+		} else if (it->uid) {
 			gc_owner_gone(api, it);
 		} else {
 			pthread_mutex_lock(&api->gc_lock);
@@ -1425,9 +1868,8 @@ static void *gc_main(void *arg)
 			}
 			pthread_mutex_unlock(&api->gc_lock);
 		}
-		free(it->uid);
-		free(it->ns);
-		free(it);
+		if (it)
+			gc_item_free(it);
 		pthread_mutex_lock(&api->gc_lock);
 	}
 	pthread_mutex_unlock(&api->gc_lock);
@@ -1440,6 +1882,7 @@ struct startup_scan {
 	json_t *uids;   /* object: uid -> true for every live object */
 	json_t *owned;  /* array of [store_key, ns, name, [owner uids]] */
 	json_t *terminating; /* array of namespace names */
+	json_t *held;   /* array of [store_key, ns, name, uid]: orphan/foreground deletions */
 };
 
 static int startup_visit(const store_obj *so, void *userdata)
@@ -1456,6 +1899,9 @@ static int startup_visit(const store_obj *so, void *userdata)
 		json_object_set_new(ss->uids, uid, json_true());
 	if (strcmp(so->resource, "namespaces") == 0 && mstr(obj, "deletionTimestamp"))
 		json_array_append_new(ss->terminating, json_string(so->name));
+	else if (uid && is_deleting(obj) &&
+		 (has_finalizer(obj, FINALIZER_ORPHAN) || has_finalizer(obj, FINALIZER_FOREGROUND)))
+		json_array_append_new(ss->held, json_pack("[s,s,s,s]", so->resource, so->ns, so->name, uid));
 	refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
 	if (json_array_size(refs)) {
 		uids = json_array();
@@ -1469,7 +1915,7 @@ static int startup_visit(const store_obj *so, void *userdata)
 
 static void gc_startup(struct kube_api *api)
 {
-	struct startup_scan ss = { json_object(), json_array(), json_array() };
+	struct startup_scan ss = { json_object(), json_array(), json_array(), json_array() };
 	json_t *row, *u;
 	size_t i, j;
 
@@ -1490,7 +1936,17 @@ static void gc_startup(struct kube_api *api)
 		}
 		json_array_foreach(ss.terminating, i, u)
 			gc_enqueue(api, NULL, json_string_value(u), false);
+		json_array_foreach(ss.held, i, row) {
+			const struct kube_kind *k =
+				kube_registry_by_store_key(api->reg, json_string_value(json_array_get(row, 0)));
+
+			if (k)
+				gc_enqueue_held(api, k, json_string_value(json_array_get(row, 1)),
+						json_string_value(json_array_get(row, 2)),
+						json_string_value(json_array_get(row, 3)));
+		}
 	}
+	json_decref(ss.held);
 	json_decref(ss.uids);
 	json_decref(ss.owned);
 	json_decref(ss.terminating);
@@ -1558,9 +2014,13 @@ void kube_api_free(struct kube_api *api)
 		struct gc_item *it = api->gc_head;
 
 		api->gc_head = it->next;
-		free(it->uid);
-		free(it->ns);
-		free(it);
+		gc_item_free(it);
+	}
+	while (api->gc_waiting) {
+		struct gc_item *it = api->gc_waiting;
+
+		api->gc_waiting = it->next;
+		gc_item_free(it);
 	}
 	for (i = 0; i < api->n_ns_terminating; i++)
 		free(api->ns_terminating[i]);

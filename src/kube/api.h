@@ -32,6 +32,13 @@ struct kube_opts {
 	json_t *warnings;                       /* array; "unknown field" warnings land here */
 	json_t *causes;                         /* array; 422 causes land here */
 	const char *propagation;                /* delete: Background (default), Orphan, Foreground */
+	/* Field ownership (metadata.managedFields): the manager a write is
+	 * recorded under (NULL: "agenthub", the hub's own controllers), and
+	 * for server-side apply whether conflicts are overridden. */
+	const char *field_manager;
+	bool force;
+	bool created;                           /* out: an apply created the object */
+	json_t *managed;                        /* internal: managedFields already computed */
 	const char *precondition_uid;           /* delete preconditions */
 	const char *precondition_rv;
 	/* create/update/patch: with want_text, a write that stored the object
@@ -70,8 +77,11 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 		struct kube_opts *o, json_t **ret, ah_err *err);
 int kube_update(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
 		json_t *body, struct kube_opts *o, json_t **ret, ah_err *err);
-/* patch_type: "application/merge-patch+json", "application/json-patch+json"
- * or "application/strategic-merge-patch+json". */
+/* patch_type: "application/merge-patch+json", "application/json-patch+json",
+ * "application/strategic-merge-patch+json" or "application/apply-patch+yaml"
+ * (server-side apply: patch is the applier's configuration, o->field_manager
+ * is required, the object is created when absent and o->created says so;
+ * a conflict is 409 with its causes in o->causes). */
 int kube_patch(struct kube_api *api, const struct kube_kind *k, const char *ns, const char *name,
 	       const char *patch_type, const json_t *patch, struct kube_opts *o, json_t **ret,
 	       ah_err *err);
