@@ -18,6 +18,7 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "base/yamljson.h"
+#include "kube/proto.h"
 #include "kube/selector.h"
 #include "kube/table.h"
 
@@ -699,6 +700,9 @@ static int parse_body(struct http_req *req, json_t **ret, ah_err *err)
 
 	if (req->body.len == 0)
 		return ah_err_set(err, EINVAL, 400, "BadRequest", "the request body is empty");
+	/* kubectl 1.32+ and client-go send built-in kinds as protobuf. */
+	if (kube_proto_content_type(http_header(req, "Content-Type")))
+		return kube_proto_decode(req->body.buf, req->body.len, ret, err);
 	doc = json_loadb(req->body.buf, req->body.len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!doc) {
 		/* kubectl and client-go send JSON; accept YAML too for curl users. */
