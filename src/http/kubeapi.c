@@ -18,6 +18,7 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "base/yamljson.h"
+#include "kube/convert.h"
 #include "kube/proto.h"
 #include "kube/selector.h"
 #include "kube/table.h"
@@ -615,6 +616,60 @@ static void add_warnings(struct http_req *req, json_t *warnings, struct MHD_Resp
 	(void)resp;
 }
 
+/* A kind served from another kind's storage (events.k8s.io Events) reads
+ * and writes through the stored kind; objects are converted at the edge. */
+#define STORED(k) ((k)->stored_as ? (k)->stored_as : (k))
+
+/* Convert a request body (object or patch) of a converted kind to the stored
+ * form in place; a JSON Patch has its paths rewritten. */
+static void body_to_stored(const struct kube_kind *k, json_t **body, const char *content_type)
+{
+	json_t *c;
+
+	if (!k->stored_as || !*body)
+		return;
+	if (content_type && strstr(content_type, "json-patch") && json_is_array(*body)) {
+		size_t i;
+		json_t *op;
+
+		json_array_foreach(*body, i, op) {
+			const char *keys[] = { "path", "from" };
+
+			for (size_t j = 0; j < 2; j++) {
+				const char *p = json_string_value(json_object_get(op, keys[j]));
+				char *np = p ? kube_convert_json_pointer(k, p) : NULL;
+
+				if (np)
+					json_object_set_new(op, keys[j], json_string(np));
+				free(np);
+			}
+		}
+		return;
+	}
+	c = kube_convert(k, *body, true);
+	if (c) {
+		json_decref(*body);
+		*body = c;
+	}
+}
+
+/* The stored JSON text of an object as a converted kind shows it; a new
+ * string, or NULL when the text does not parse. */
+static char *text_from_stored(const struct kube_kind *k, const char *text, size_t len, size_t *ret_len)
+{
+	json_t *o = json_loadb(text, len, 0, NULL), *c;
+	char *s;
+
+	if (!o)
+		return NULL;
+	c = kube_convert(k, o, false);
+	json_decref(o);
+	s = c ? json_dumps(c, JSON_COMPACT) : NULL;
+	json_decref(c);
+	*ret_len = s ? strlen(s) : 0;
+	return s;
+}
+
 /* Reply with an object, as JSON or as a one-row Table. */
 /* text (taken, may be NULL): obj's JSON text when the caller has it, sent
  * as is unless a Table was asked for. */
@@ -626,6 +681,25 @@ static enum MHD_Result reply_object(struct http_req *req, const struct kube_kind
 	size_t len;
 	char *s;
 
+	if (k && k->stored_as && !wants_table(req)) {
+		size_t clen = 0;
+		char *c = NULL;
+
+		if (text) {
+			c = text_from_stored(k, text, text_len, &clen);
+		} else if (obj) {
+			json_t *co = kube_convert(k, obj, false);
+
+			c = co ? json_dumps(co, JSON_COMPACT) : NULL;
+			clen = c ? strlen(c) : 0;
+			json_decref(co);
+		}
+		if (c) {
+			free(text);
+			text = c;
+			text_len = clen;
+		}
+	}
 	if (text && !(k && wants_table(req))) {
 		s = text;
 		len = text_len;
@@ -792,6 +866,23 @@ static int list_visit(const store_obj *so, void *userdata)
 	}
 	if (lc->table) {
 		json_array_append_new(lc->rows, table_row(lc->k->columns, obj, lc->include, lc->now));
+	} else if (lc->k->stored_as) {
+		size_t clen = 0;
+		char *c = text_from_stored(lc->k, so->json, so->len, &clen);
+
+		if (c && lc->count)
+			strbuf_addch(&lc->out, ',');
+		if (c && strbuf_add(&lc->out, c, clen) < 0) {
+			free(c);
+			json_decref(obj);
+			lc->err = -ENOMEM;
+			return -ENOMEM;
+		}
+		free(c);
+		if (!c) {
+			json_decref(obj);
+			return 0;
+		}
 	} else {
 		if (lc->count)
 			strbuf_addch(&lc->out, ',');
@@ -1026,6 +1117,15 @@ static int watch_emit(struct watch_state *ws, const char *type, const store_obj 
 		if (s)
 			strbuf_adds(&ws->pending, s);
 		free(s);
+	} else if (ws->k->stored_as) {
+		size_t clen = 0;
+		char *c = text_from_stored(ws->k, so->json, so->len, &clen);
+
+		if (c)
+			strbuf_add(&ws->pending, c, clen);
+		else
+			strbuf_adds(&ws->pending, "{}");
+		free(c);
 	} else {
 		strbuf_add(&ws->pending, so->json, so->len);
 	}
@@ -1238,7 +1338,7 @@ static enum MHD_Result handle_delete_collection(struct kubeapi *ka, struct http_
 	json_array_foreach(names, i, n) {
 		json_t *ret = NULL;
 
-		kube_delete(ka->api, t->k, json_string_value(json_array_get(n, 0)),
+		kube_delete(ka->api, STORED(t->k), json_string_value(json_array_get(n, 0)),
 			    json_string_value(json_array_get(n, 1)), o, &ret, &err);
 		json_decref(ret);
 	}
@@ -1282,8 +1382,9 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 			r = parse_body(req, &body, &err);
 			if (r < 0)
 				goto fail;
+			body_to_stored(t->k, &body, NULL);
 			o.want_text = true;
-			r = kube_create(ka->api, t->k, t->ns, body, &o, &ret, &err);
+			r = kube_create(ka->api, STORED(t->k), t->ns, body, &o, &ret, &err);
 			if (r < 0)
 				goto fail;
 			res = reply_object(req, t->k, 201, ret, warnings, o.text, o.text_len);
@@ -1305,13 +1406,13 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 			char *text = NULL;
 			size_t len = 0;
 
-			r = kube_get_text(ka->api, t->k, t->ns, t->name, &text, &len, &err);
+			r = kube_get_text(ka->api, STORED(t->k), t->ns, t->name, &text, &len, &err);
 			if (r < 0)
 				goto fail;
 			res = reply_object(req, t->k, 200, NULL, NULL, text, len);
 			goto done;
 		}
-		r = kube_get(ka->api, t->k, t->ns, t->name, &ret, &err);
+		r = kube_get(ka->api, STORED(t->k), t->ns, t->name, &ret, &err);
 		if (r < 0)
 			goto fail;
 		res = reply_object(req, t->k, 200, ret, NULL, NULL, 0);
@@ -1321,8 +1422,9 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 		r = parse_body(req, &body, &err);
 		if (r < 0)
 			goto fail;
+		body_to_stored(t->k, &body, NULL);
 		o.want_text = true;
-		r = kube_update(ka->api, t->k, t->ns, t->name, body, &o, &ret, &err);
+		r = kube_update(ka->api, STORED(t->k), t->ns, t->name, body, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
 		res = reply_object(req, t->k, 200, ret, warnings, o.text, o.text_len);
@@ -1341,8 +1443,9 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 		r = parse_body(req, &body, &err);
 		if (r < 0)
 			goto fail;
+		body_to_stored(t->k, &body, ct);
 		o.want_text = true;
-		r = kube_patch(ka->api, t->k, t->ns, t->name, ct, body, &o, &ret, &err);
+		r = kube_patch(ka->api, STORED(t->k), t->ns, t->name, ct, body, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
 		res = reply_object(req, t->k, 200, ret, warnings, o.text, o.text_len);
@@ -1364,9 +1467,15 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 			o.precondition_rv = json_string_value(json_object_get(pre, "resourceVersion"));
 		}
 		o.propagation = prop;
-		r = kube_delete(ka->api, t->k, t->ns, t->name, &o, &ret, &err);
+		r = kube_delete(ka->api, STORED(t->k), t->ns, t->name, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
+		if (t->k->stored_as && ret) {
+			json_t *c = kube_convert(t->k, ret, false);
+
+			json_decref(ret);
+			ret = c;
+		}
 		res = reply_object(req, NULL, 200, ret, NULL, NULL, 0);
 		goto done;
 	}

@@ -467,6 +467,32 @@ static void secret_fold_string_data(json_t *obj)
 	json_object_del(obj, "stringData");
 }
 
+/* Defaults kube-apiserver applies to built-in kinds on every write: a
+ * Secret without a type is Opaque; a namespace carries the label
+ * kubernetes.io/metadata.name with its own name, set and kept. */
+static void builtin_defaults(const struct kube_kind *k, json_t *obj)
+{
+	if (!k->builtin || k->group[0])
+		return;
+	if (strcmp(k->plural, "secrets") == 0) {
+		const char *t = json_string_value(json_object_get(obj, "type"));
+
+		if (!t || !*t)
+			json_object_set_new(obj, "type", json_string("Opaque"));
+	} else if (strcmp(k->plural, "namespaces") == 0) {
+		json_t *meta = meta_of(obj), *labels = json_object_get(meta, "labels");
+		const char *name = mstr(obj, "name");
+
+		if (!name || !*name)
+			return;
+		if (!json_is_object(labels)) {
+			labels = json_object();
+			json_object_set_new(meta, "labels", labels);
+		}
+		json_object_set_new(labels, "kubernetes.io/metadata.name", json_string(name));
+	}
+}
+
 /* Everything but metadata and status: a change here bumps generation. */
 static bool spec_member(const char *key)
 {
@@ -698,6 +724,7 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 				 json_string_value(json_object_get(meta, "generateName")), sfx);
 			json_object_set_new(meta, "name", json_string(gen_name));
 		}
+		builtin_defaults(k, obj);
 		if (attempts == 0) {
 			if (check_object(k, obj, o, causes) > 0) {
 				r = invalid_error(k, mstr(obj, "name") ? mstr(obj, "name") : "", causes, err);
@@ -810,6 +837,7 @@ static int merge_update(const struct kube_kind *k, const json_t *old, json_t *bo
 	}
 	if (is_secret(k))
 		secret_fold_string_data(obj);
+	builtin_defaults(k, obj);
 	/* No new finalizers on an object that is going away. */
 	if (is_deleting(old)) {
 		json_t *nf = json_object_get(meta, "finalizers"), *of = json_object_get(ometa, "finalizers"), *f, *g;
