@@ -426,22 +426,64 @@ static json_t *openapi_doc(struct kubeapi *ka, const char *group, const char *ve
 			 schemas);
 }
 
-/* /openapi/v2 carries no definitions: kubectl reads the schemas from
- * /openapi/v3, and validates on the server (fieldValidation=Strict).  It still
- * fetches v2 (as protobuf) for client-side checks of `kind: List` files and
- * fails when it is missing; an empty document makes it skip those checks
- * and leave validation to us, which knows every schema. */
-static enum MHD_Result reply_openapi_v2(struct http_req *req)
+/* /openapi/v2 as JSON carries a definition for every kind the hub serves
+ * (the same schemas as /openapi/v3, with swagger 2.0 references), for
+ * `kubectl get --raw /openapi/v2` and older tools.  kubectl itself fetches
+ * v2 as protobuf for client-side checks of `kind: List` files; that form
+ * stays a document without definitions, which makes kubectl skip those checks
+ * and leave validation to the server (fieldValidation), which knows every
+ * schema. */
+static enum MHD_Result reply_openapi_v2(struct kubeapi *ka, struct http_req *req)
 {
 	static const char pb[] = "\x0a\x03" "2.0" "\x12\x13" "\x0a\x08" "agenthub" "\x12\x07" "v1.31.0";
-	static const char js[] = "{\"swagger\":\"2.0\",\"info\":{\"title\":\"agenthub\",\"version\":\"v1.31.0\"},"
-				 "\"paths\":{},\"definitions\":{}}";
 	const char *accept = http_header(req, "Accept");
+	json_t *defs, *seen, *doc;
+	strbuf sb = STRBUF_INIT;
+	char *text, *p;
+	size_t i, len;
 
 	if (accept && strstr(accept, "protobuf"))
 		return http_reply(req, 200, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf", pb,
 				  sizeof(pb) - 1);
-	return http_reply(req, 200, "application/json", js, sizeof(js) - 1);
+	defs = json_object();
+	seen = json_object();
+	for (i = 0; i < ka->reg->n; i++) {
+		const struct kube_kind *k = ka->reg->kinds[i];
+		char gv[400];
+		json_t *d;
+
+		snprintf(gv, sizeof(gv), "%s/%s", k->group, k->version);
+		if (json_object_get(seen, gv))
+			continue;
+		json_object_set_new(seen, gv, json_true());
+		d = openapi_doc(ka, k->group, k->version);
+		json_object_update(defs, json_object_get(json_object_get(d, "components"), "schemas"));
+		json_decref(d);
+	}
+	json_decref(seen);
+	doc = json_pack("{s:s,s:{s:s,s:s},s:{},s:o}", "swagger", "2.0", "info", "title", "agenthub",
+			"version", "v1.31.0", "paths", "definitions", defs);
+	text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	if (!text)
+		return MHD_NO;
+	/* swagger 2.0 references live under #/definitions/. */
+	for (p = text;;) {
+		char *q = strstr(p, "#/components/schemas/");
+
+		if (!q) {
+			strbuf_adds(&sb, p);
+			break;
+		}
+		strbuf_add(&sb, p, (size_t)(q - p));
+		strbuf_adds(&sb, "#/definitions/");
+		p = q + strlen("#/components/schemas/");
+	}
+	free(text);
+	text = strbuf_detach(&sb, &len);
+	if (!text)
+		return MHD_NO;
+	return http_reply_owned(req, 200, "application/json", text, len);
 }
 
 static enum MHD_Result reply_openapi(struct kubeapi *ka, struct http_req *req, const char *path)
@@ -450,7 +492,7 @@ static enum MHD_Result reply_openapi(struct kubeapi *ka, struct http_req *req, c
 	json_t *doc;
 
 	if (strcmp(path, "/openapi/v2") == 0)
-		return reply_openapi_v2(req);
+		return reply_openapi_v2(ka, req);
 	if (strcmp(path, "/openapi/v3") == 0 || strcmp(path, "/openapi/v3/") == 0) {
 		json_t *paths = json_object(), *seen = json_object();
 		size_t i;
