@@ -1416,7 +1416,10 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 
 			json_decref(causes);
 			json_decref(warnings);
-			if (w && (strcmp(w, "1") == 0 || strcmp(w, "true") == 0))
+			/* Go's strconv.ParseBool true forms: the Python client
+			 * sends watch=True. */
+			if (w && (strcmp(w, "1") == 0 || strcmp(w, "t") == 0 || strcmp(w, "T") == 0 ||
+				  strcmp(w, "true") == 0 || strcmp(w, "True") == 0 || strcmp(w, "TRUE") == 0))
 				return handle_watch(ka, req, t);
 			return handle_list(ka, req, t);
 		}
