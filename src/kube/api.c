@@ -838,6 +838,22 @@ static int merge_update(const struct kube_kind *k, const json_t *old, json_t *bo
 	if (is_secret(k))
 		secret_fold_string_data(obj);
 	builtin_defaults(k, obj);
+	/* A Secret's type is immutable (ValidateSecretUpdate). */
+	if (is_secret(k)) {
+		const char *ot = json_string_value(json_object_get(old, "type"));
+		const char *nt = json_string_value(json_object_get(obj, "type"));
+
+		if (ot && nt && strcmp(ot, nt) != 0) {
+			json_t *causes = o && o->causes ? json_incref(o->causes) : json_array();
+			int r;
+
+			add_cause(causes, "FieldValueInvalid", "type", "Invalid value: \"%s\": field is immutable", nt);
+			r = invalid_error(k, mstr(old, "name"), causes, err);
+			json_decref(causes);
+			json_decref(obj);
+			return r;
+		}
+	}
 	/* No new finalizers on an object that is going away. */
 	if (is_deleting(old)) {
 		json_t *nf = json_object_get(meta, "finalizers"), *of = json_object_get(ometa, "finalizers"), *f, *g;
