@@ -263,8 +263,15 @@ static void schema_name(const struct kube_kind *k, char *out, size_t size)
 {
 	char rg[256];
 
+	size_t gl = strlen(k->group);
+
 	if (!k->group[0]) {
 		snprintf(out, size, "io.k8s.api.core.v1.%s", k->kind);
+		return;
+	}
+	/* Built-in groups: io.k8s.api.coordination.v1.Lease, as upstream names them. */
+	if (gl > 7 && strcmp(k->group + gl - 7, ".k8s.io") == 0) {
+		snprintf(out, size, "io.k8s.api.%.*s.%s.%s", (int)(gl - 7), k->group, k->version, k->kind);
 		return;
 	}
 	reverse_group(k->group, rg, sizeof(rg));
