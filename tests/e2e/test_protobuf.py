@@ -167,3 +167,34 @@ def test_protobuf_rejections(module_hub):
              envelope("v1", "Secret", msg((1, meta("x")))))
     assert r.status == 400, r
     assert hub.get("/api/v1/namespaces/pb-bad/configmaps/x").status == 404
+
+
+def test_protobuf_first_accept_headers_get_json(module_hub):
+    """client-go asks for protobuf first ("application/vnd.kubernetes.protobuf,
+    application/json", or ", */*"); the hub answers JSON, which the client
+    decodes by the reply's Content-Type, for gets, lists, tables and watches."""
+    hub = module_hub
+    ns = hub.create_namespace("pb-accept")
+    for accept in ("application/vnd.kubernetes.protobuf, */*",
+                   "application/vnd.kubernetes.protobuf,application/json"):
+        for path in (f"/api/v1/namespaces/{ns}", f"/api/v1/namespaces/{ns}/configmaps",
+                     f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"):
+            r = hub.get(path, headers={"Accept": accept})
+            assert r.status == 200, (accept, path, r)
+            assert r.headers["content-type"].startswith("application/json"), r.headers
+            assert r.json()["kind"] in ("Namespace", "ConfigMapList", "LeaseList")
+    r = hub.get(f"/api/v1/namespaces/{ns}/configmaps", headers={
+        "Accept": "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,"
+                  "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"})
+    assert r.status == 200 and r.json()["kind"] == "Table", r
+    assert [c["name"] for c in r.json()["columnDefinitions"]] == ["Name", "Data", "Age"]
+    w = hub.watch(f"/api/v1/namespaces/{ns}/configmaps?watch=true&timeoutSeconds=5")
+    try:
+        assert w.status == 200
+        hub.request("POST", f"/api/v1/namespaces/{ns}/configmaps",
+                    envelope("v1", "ConfigMap", msg((1, meta("w1")))), content_type=PB,
+                    headers=ACCEPT)
+        ev = w.events_until(lambda e: len(e) >= 1, 10)[0]
+        assert (ev["type"], ev["object"]["metadata"]["name"]) == ("ADDED", "w1")
+    finally:
+        w.close()
