@@ -21,7 +21,9 @@
 #include "base/util.h"
 #include "base/yamljson.h"
 #include "http/query.h"
+#include "kube/convert.h"
 #include "kube/listtoken.h"
+#include "kube/proto.h"
 #include "kube/selector.h"
 #include "kube/table.h"
 
@@ -265,8 +267,15 @@ static void schema_name(const struct kube_kind *k, char *out, size_t size)
 {
 	char rg[256];
 
+	size_t gl = strlen(k->group);
+
 	if (!k->group[0]) {
 		snprintf(out, size, "io.k8s.api.core.v1.%s", k->kind);
+		return;
+	}
+	/* Built-in groups: io.k8s.api.coordination.v1.Lease, as upstream names them. */
+	if (gl > 7 && strcmp(k->group + gl - 7, ".k8s.io") == 0) {
+		snprintf(out, size, "io.k8s.api.%.*s.%s.%s", (int)(gl - 7), k->group, k->version, k->kind);
 		return;
 	}
 	reverse_group(k->group, rg, sizeof(rg));
@@ -428,22 +437,64 @@ static json_t *openapi_doc(struct kubeapi *ka, const char *group, const char *ve
 			 schemas);
 }
 
-/* /openapi/v2 carries no definitions: kubectl reads the schemas from
- * /openapi/v3, and validates on the server (fieldValidation=Strict).  It still
- * fetches v2 (as protobuf) for client-side checks of `kind: List` files and
- * fails when it is missing; an empty document makes it skip those checks
- * and leave validation to us, which knows every schema. */
-static enum MHD_Result reply_openapi_v2(struct http_req *req)
+/* /openapi/v2 as JSON carries a definition for every kind the hub serves
+ * (the same schemas as /openapi/v3, with swagger 2.0 references), for
+ * `kubectl get --raw /openapi/v2` and older tools.  kubectl itself fetches
+ * v2 as protobuf for client-side checks of `kind: List` files; that form
+ * stays a document without definitions, which makes kubectl skip those checks
+ * and leave validation to the server (fieldValidation), which knows every
+ * schema. */
+static enum MHD_Result reply_openapi_v2(struct kubeapi *ka, struct http_req *req)
 {
 	static const char pb[] = "\x0a\x03" "2.0" "\x12\x13" "\x0a\x08" "agenthub" "\x12\x07" "v1.31.0";
-	static const char js[] = "{\"swagger\":\"2.0\",\"info\":{\"title\":\"agenthub\",\"version\":\"v1.31.0\"},"
-				 "\"paths\":{},\"definitions\":{}}";
 	const char *accept = http_header(req, "Accept");
+	json_t *defs, *seen, *doc;
+	strbuf sb = STRBUF_INIT;
+	char *text, *p;
+	size_t i, len;
 
 	if (accept && strstr(accept, "protobuf"))
 		return http_reply(req, 200, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf", pb,
 				  sizeof(pb) - 1);
-	return http_reply(req, 200, "application/json", js, sizeof(js) - 1);
+	defs = json_object();
+	seen = json_object();
+	for (i = 0; i < ka->reg->n; i++) {
+		const struct kube_kind *k = ka->reg->kinds[i];
+		char gv[400];
+		json_t *d;
+
+		snprintf(gv, sizeof(gv), "%s/%s", k->group, k->version);
+		if (json_object_get(seen, gv))
+			continue;
+		json_object_set_new(seen, gv, json_true());
+		d = openapi_doc(ka, k->group, k->version);
+		json_object_update(defs, json_object_get(json_object_get(d, "components"), "schemas"));
+		json_decref(d);
+	}
+	json_decref(seen);
+	doc = json_pack("{s:s,s:{s:s,s:s},s:{},s:o}", "swagger", "2.0", "info", "title", "agenthub",
+			"version", "v1.31.0", "paths", "definitions", defs);
+	text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	if (!text)
+		return MHD_NO;
+	/* swagger 2.0 references live under #/definitions/. */
+	for (p = text;;) {
+		char *q = strstr(p, "#/components/schemas/");
+
+		if (!q) {
+			strbuf_adds(&sb, p);
+			break;
+		}
+		strbuf_add(&sb, p, (size_t)(q - p));
+		strbuf_adds(&sb, "#/definitions/");
+		p = q + strlen("#/components/schemas/");
+	}
+	free(text);
+	text = strbuf_detach(&sb, &len);
+	if (!text)
+		return MHD_NO;
+	return http_reply_owned(req, 200, "application/json", text, len);
 }
 
 static enum MHD_Result reply_openapi(struct kubeapi *ka, struct http_req *req, const char *path)
@@ -452,7 +503,7 @@ static enum MHD_Result reply_openapi(struct kubeapi *ka, struct http_req *req, c
 	json_t *doc;
 
 	if (strcmp(path, "/openapi/v2") == 0)
-		return reply_openapi_v2(req);
+		return reply_openapi_v2(ka, req);
 	if (strcmp(path, "/openapi/v3") == 0 || strcmp(path, "/openapi/v3/") == 0) {
 		json_t *paths = json_object(), *seen = json_object();
 		size_t i;
@@ -618,6 +669,60 @@ static void add_warnings(struct http_req *req, json_t *warnings, struct MHD_Resp
 	(void)resp;
 }
 
+/* A kind served from another kind's storage (events.k8s.io Events) reads
+ * and writes through the stored kind; objects are converted at the edge. */
+#define STORED(k) ((k)->stored_as ? (k)->stored_as : (k))
+
+/* Convert a request body (object or patch) of a converted kind to the stored
+ * form in place; a JSON Patch has its paths rewritten. */
+static void body_to_stored(const struct kube_kind *k, json_t **body, const char *content_type)
+{
+	json_t *c;
+
+	if (!k->stored_as || !*body)
+		return;
+	if (content_type && strstr(content_type, "json-patch") && json_is_array(*body)) {
+		size_t i;
+		json_t *op;
+
+		json_array_foreach(*body, i, op) {
+			const char *keys[] = { "path", "from" };
+
+			for (size_t j = 0; j < 2; j++) {
+				const char *p = json_string_value(json_object_get(op, keys[j]));
+				char *np = p ? kube_convert_json_pointer(k, p) : NULL;
+
+				if (np)
+					json_object_set_new(op, keys[j], json_string(np));
+				free(np);
+			}
+		}
+		return;
+	}
+	c = kube_convert(k, *body, true);
+	if (c) {
+		json_decref(*body);
+		*body = c;
+	}
+}
+
+/* The stored JSON text of an object as a converted kind shows it; a new
+ * string, or NULL when the text does not parse. */
+static char *text_from_stored(const struct kube_kind *k, const char *text, size_t len, size_t *ret_len)
+{
+	json_t *o = json_loadb(text, len, 0, NULL), *c;
+	char *s;
+
+	if (!o)
+		return NULL;
+	c = kube_convert(k, o, false);
+	json_decref(o);
+	s = c ? json_dumps(c, JSON_COMPACT) : NULL;
+	json_decref(c);
+	*ret_len = s ? strlen(s) : 0;
+	return s;
+}
+
 /* Reply with an object, as JSON or as a one-row Table. */
 /* text (taken, may be NULL): obj's JSON text when the caller has it, sent
  * as is unless a Table was asked for. */
@@ -629,6 +734,25 @@ static enum MHD_Result reply_object(struct http_req *req, const struct kube_kind
 	size_t len;
 	char *s;
 
+	if (k && k->stored_as && !wants_table(req)) {
+		size_t clen = 0;
+		char *c = NULL;
+
+		if (text) {
+			c = text_from_stored(k, text, text_len, &clen);
+		} else if (obj) {
+			json_t *co = kube_convert(k, obj, false);
+
+			c = co ? json_dumps(co, JSON_COMPACT) : NULL;
+			clen = c ? strlen(c) : 0;
+			json_decref(co);
+		}
+		if (c) {
+			free(text);
+			text = c;
+			text_len = clen;
+		}
+	}
 	if (text && !(k && wants_table(req))) {
 		s = text;
 		len = text_len;
@@ -740,6 +864,9 @@ static int parse_body(struct http_req *req, enum body_kind kind, json_t **ret, a
 	json_t *doc;
 
 	body_media_type(req, mt, sizeof(mt));
+	/* kubectl 1.32+ and client-go send built-in kinds as protobuf. */
+	if (kind != BODY_PATCH && kind != BODY_APPLY && kube_proto_content_type(http_header(req, "Content-Type")))
+		return kube_proto_decode(req->body.buf, req->body.len, ret, err);
 	if (kind == BODY_OBJECT && mt[0] && strcmp(mt, "application/json") != 0 && strcmp(mt, "application/yaml") != 0)
 		return ah_err_set(err, EINVAL, 415, "UnsupportedMediaType",
 				  "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml");
@@ -958,6 +1085,23 @@ static int list_visit(const store_obj *so, void *userdata)
 	}
 	if (lc->table) {
 		json_array_append_new(lc->rows, table_row(lc->k->columns, obj, lc->include, lc->now));
+	} else if (lc->k->stored_as) {
+		size_t clen = 0;
+		char *c = text_from_stored(lc->k, so->json, so->len, &clen);
+
+		if (c && lc->count)
+			strbuf_addch(&lc->out, ',');
+		if (c && strbuf_add(&lc->out, c, clen) < 0) {
+			free(c);
+			json_decref(obj);
+			lc->err = -ENOMEM;
+			return -ENOMEM;
+		}
+		free(c);
+		if (!c) {
+			json_decref(obj);
+			return 0;
+		}
 	} else {
 		if (lc->count)
 			strbuf_addch(&lc->out, ',');
@@ -1234,6 +1378,15 @@ static int watch_emit_opt(struct watch_state *ws, const char *type, const store_
 		if (s)
 			strbuf_adds(&ws->pending, s);
 		free(s);
+	} else if (ws->k->stored_as) {
+		size_t clen = 0;
+		char *c = text_from_stored(ws->k, so->json, so->len, &clen);
+
+		if (c)
+			strbuf_add(&ws->pending, c, clen);
+		else
+			strbuf_adds(&ws->pending, "{}");
+		free(c);
 	} else {
 		strbuf_add(&ws->pending, so->json, so->len);
 	}
@@ -1565,7 +1718,7 @@ static enum MHD_Result handle_delete_collection(struct kubeapi *ka, struct http_
 	json_array_foreach(names, i, n) {
 		json_t *ret = NULL;
 
-		kube_delete(ka->api, t->k, json_string_value(json_array_get(n, 0)),
+		kube_delete(ka->api, STORED(t->k), json_string_value(json_array_get(n, 0)),
 			    json_string_value(json_array_get(n, 1)), o, &ret, &err);
 		json_decref(ret);
 	}
@@ -1645,8 +1798,9 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 			r = parse_body(req, BODY_OBJECT, &body, &err);
 			if (r < 0)
 				goto fail;
+			body_to_stored(t->k, &body, NULL);
 			o.want_text = true;
-			r = kube_create(ka->api, t->k, t->ns, body, &o, &ret, &err);
+			r = kube_create(ka->api, STORED(t->k), t->ns, body, &o, &ret, &err);
 			if (r < 0)
 				goto fail;
 			res = reply_object(req, t->k, 201, ret, warnings, o.text, o.text_len);
@@ -1668,13 +1822,13 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 			char *text = NULL;
 			size_t len = 0;
 
-			r = kube_get_text(ka->api, t->k, t->ns, t->name, &text, &len, &err);
+			r = kube_get_text(ka->api, STORED(t->k), t->ns, t->name, &text, &len, &err);
 			if (r < 0)
 				goto fail;
 			res = reply_object(req, t->k, 200, NULL, NULL, text, len);
 			goto done;
 		}
-		r = kube_get(ka->api, t->k, t->ns, t->name, &ret, &err);
+		r = kube_get(ka->api, STORED(t->k), t->ns, t->name, &ret, &err);
 		if (r < 0)
 			goto fail;
 		res = reply_object(req, t->k, 200, ret, NULL, NULL, 0);
@@ -1684,8 +1838,9 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 		r = parse_body(req, BODY_OBJECT, &body, &err);
 		if (r < 0)
 			goto fail;
+		body_to_stored(t->k, &body, NULL);
 		o.want_text = true;
-		r = kube_update(ka->api, t->k, t->ns, t->name, body, &o, &ret, &err);
+		r = kube_update(ka->api, STORED(t->k), t->ns, t->name, body, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
 		res = reply_object(req, t->k, 200, ret, warnings, o.text, o.text_len);
@@ -1717,8 +1872,9 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 		r = parse_body(req, apply ? BODY_APPLY : BODY_PATCH, &body, &err);
 		if (r < 0)
 			goto fail;
+		body_to_stored(t->k, &body, ct);
 		o.want_text = true;
-		r = kube_patch(ka->api, t->k, t->ns, t->name, ct, body, &o, &ret, &err);
+		r = kube_patch(ka->api, STORED(t->k), t->ns, t->name, ct, body, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
 		res = reply_object(req, t->k, o.created ? 201 : 200, ret, warnings, o.text, o.text_len);
@@ -1752,9 +1908,15 @@ static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req,
 			o.precondition_rv = json_string_value(json_object_get(pre, "resourceVersion"));
 		}
 		o.propagation = prop;
-		r = kube_delete(ka->api, t->k, t->ns, t->name, &o, &ret, &err);
+		r = kube_delete(ka->api, STORED(t->k), t->ns, t->name, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
+		if (t->k->stored_as && ret) {
+			json_t *c = kube_convert(t->k, ret, false);
+
+			json_decref(ret);
+			ret = c;
+		}
 		res = reply_object(req, NULL, 200, ret, NULL, NULL, 0);
 		goto done;
 	}

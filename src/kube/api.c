@@ -491,6 +491,32 @@ static void secret_fold_string_data(json_t *obj)
 	json_object_del(obj, "stringData");
 }
 
+/* Defaults kube-apiserver applies to built-in kinds on every write: a
+ * Secret without a type is Opaque; a namespace carries the label
+ * kubernetes.io/metadata.name with its own name, set and kept. */
+static void builtin_defaults(const struct kube_kind *k, json_t *obj)
+{
+	if (!k->builtin || k->group[0])
+		return;
+	if (strcmp(k->plural, "secrets") == 0) {
+		const char *t = json_string_value(json_object_get(obj, "type"));
+
+		if (!t || !*t)
+			json_object_set_new(obj, "type", json_string("Opaque"));
+	} else if (strcmp(k->plural, "namespaces") == 0) {
+		json_t *meta = meta_of(obj), *labels = json_object_get(meta, "labels");
+		const char *name = mstr(obj, "name");
+
+		if (!name || !*name)
+			return;
+		if (!json_is_object(labels)) {
+			labels = json_object();
+			json_object_set_new(meta, "labels", labels);
+		}
+		json_object_set_new(labels, "kubernetes.io/metadata.name", json_string(name));
+	}
+}
+
 /* Everything but metadata and status: a change here bumps generation. */
 static bool spec_member(const char *key)
 {
@@ -751,6 +777,7 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 				 json_string_value(json_object_get(meta, "generateName")), sfx);
 			json_object_set_new(meta, "name", json_string(gen_name));
 		}
+		builtin_defaults(k, obj);
 		if (attempts == 0) {
 			int bad = check_object(k, obj, o, causes, err);
 
@@ -887,6 +914,23 @@ static int merge_update(const struct kube_kind *k, const json_t *old, json_t *bo
 	}
 	if (is_secret(k))
 		secret_fold_string_data(obj);
+	builtin_defaults(k, obj);
+	/* A Secret's type is immutable (ValidateSecretUpdate). */
+	if (is_secret(k)) {
+		const char *ot = json_string_value(json_object_get(old, "type"));
+		const char *nt = json_string_value(json_object_get(obj, "type"));
+
+		if (ot && nt && strcmp(ot, nt) != 0) {
+			json_t *causes = o && o->causes ? json_incref(o->causes) : json_array();
+			int r;
+
+			add_cause(causes, "FieldValueInvalid", "type", "Invalid value: \"%s\": field is immutable", nt);
+			r = invalid_error(k, mstr(old, "name"), causes, err);
+			json_decref(causes);
+			json_decref(obj);
+			return r;
+		}
+	}
 	/* No new finalizers on an object that is going away. */
 	if (is_deleting(old)) {
 		json_t *nf = json_object_get(meta, "finalizers"), *of = json_object_get(ometa, "finalizers"), *f, *g;

@@ -13,53 +13,129 @@
 static const struct smp_list_meta no_lists[] = { { NULL, NULL } };
 
 struct builtin_def {
+	const char *group, *version; /* NULL group: the core group "" */
 	const char *kind, *plural, *singular, *short_name;
 	bool namespaced, has_status;
 	const char *columns; /* JSON array of printer columns */
 	const char *schema;  /* JSON openAPIV3Schema */
+	const char *store_key;  /* another kind's storage, served converted (NULL: own) */
+	const char *category;   /* NULL: none */
 };
 
 #define AGE_COL "{\"name\":\"Age\",\"type\":\"date\",\"jsonPath\":\".metadata.creationTimestamp\"}"
+#define META_PROPS "\"apiVersion\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\"},\"metadata\":{\"type\":\"object\"},"
+#define OBJREF "{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true,\"properties\":{" \
+	"\"kind\":{\"type\":\"string\"},\"namespace\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"}," \
+	"\"uid\":{\"type\":\"string\"},\"apiVersion\":{\"type\":\"string\"},\"resourceVersion\":{\"type\":\"string\"}," \
+	"\"fieldPath\":{\"type\":\"string\"}}}"
+#define QUANTITIES "{\"type\":\"object\",\"additionalProperties\":{\"x-kubernetes-int-or-string\":true}}"
+
+/* The columns and cells of kube-apiserver's printers (pkg/printers/internalversion):
+ * computed cells are named by "x-agenthub-compute" (see table.c). */
+#define EVENT_COLUMNS \
+	"[{\"name\":\"Last Seen\",\"type\":\"string\",\"jsonPath\":\".lastTimestamp\",\"x-agenthub-compute\":\"event-last-seen\"," \
+	"\"description\":\"The time at which the most recent occurrence of this event was recorded.\"}," \
+	"{\"name\":\"Type\",\"type\":\"string\",\"jsonPath\":\".type\",\"description\":\"Type of this event (Normal, Warning), new types could be added in the future\"}," \
+	"{\"name\":\"Reason\",\"type\":\"string\",\"jsonPath\":\".reason\",\"description\":\"This should be a short, machine understandable string that gives the reason for the transition into the object's current status.\"}," \
+	"{\"name\":\"Object\",\"type\":\"string\",\"jsonPath\":\".involvedObject\",\"x-agenthub-compute\":\"event-object\",\"description\":\"The object that this event is about.\"}," \
+	"{\"name\":\"Subobject\",\"type\":\"string\",\"priority\":1,\"jsonPath\":\".involvedObject.fieldPath\",\"description\":\"The object that this event is about.\"}," \
+	"{\"name\":\"Source\",\"type\":\"string\",\"priority\":1,\"jsonPath\":\".source\",\"x-agenthub-compute\":\"event-source\",\"description\":\"The component reporting this event. Should be a short machine understandable string.\"}," \
+	"{\"name\":\"Message\",\"type\":\"string\",\"jsonPath\":\".message\",\"x-agenthub-compute\":\"event-message\",\"description\":\"A human-readable description of the status of this operation.\"}," \
+	"{\"name\":\"First Seen\",\"type\":\"string\",\"priority\":1,\"jsonPath\":\".firstTimestamp\",\"x-agenthub-compute\":\"event-first-seen\",\"description\":\"The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)\"}," \
+	"{\"name\":\"Count\",\"type\":\"string\",\"priority\":1,\"jsonPath\":\".count\",\"x-agenthub-compute\":\"event-count\",\"description\":\"The number of times this event has occurred.\"}," \
+	"{\"name\":\"Name\",\"type\":\"string\",\"priority\":1,\"jsonPath\":\".metadata.name\",\"x-agenthub-compute\":\"name\",\"format\":\"name\",\"description\":\"Name must be unique within a namespace.\"}]"
 
 static const struct builtin_def builtins[] = {
-	{ "Namespace", "namespaces", "namespace", "ns", false, true,
-	  "[{\"name\":\"Status\",\"type\":\"string\",\"jsonPath\":\".status.phase\"}," AGE_COL "]",
-	  "{\"type\":\"object\",\"description\":\"Namespace provides a scope for Names.\","
-	  "\"properties\":{\"apiVersion\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\"},"
-	  "\"metadata\":{\"type\":\"object\"},"
+	{ .kind = "Namespace", .plural = "namespaces", .singular = "namespace", .short_name = "ns",
+	  .namespaced = false, .has_status = true,
+	  .columns = "[{\"name\":\"Status\",\"type\":\"string\",\"jsonPath\":\".status.phase\",\"description\":\"The status of the namespace\"}," AGE_COL "]",
+	  .schema = "{\"type\":\"object\",\"description\":\"Namespace provides a scope for Names. Use of multiple namespaces is optional.\","
+	  "\"properties\":{" META_PROPS
 	  "\"spec\":{\"type\":\"object\",\"properties\":{\"finalizers\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
 	  "\"status\":{\"type\":\"object\",\"properties\":{\"phase\":{\"type\":\"string\"},"
 	  "\"conditions\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}}}}}" },
-	{ "Secret", "secrets", "secret", NULL, true, false,
-	  "[{\"name\":\"Type\",\"type\":\"string\",\"jsonPath\":\".type\"}," AGE_COL "]",
-	  "{\"type\":\"object\",\"description\":\"Secret holds secret data of a certain type.\","
-	  "\"properties\":{\"apiVersion\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\"},"
-	  "\"metadata\":{\"type\":\"object\"},"
+	{ .kind = "Secret", .plural = "secrets", .singular = "secret", .namespaced = true,
+	  .columns = "[{\"name\":\"Type\",\"type\":\"string\",\"jsonPath\":\".type\",\"description\":\"The type of data stored in the secret\"},"
+	  "{\"name\":\"Data\",\"type\":\"string\",\"jsonPath\":\".data\",\"x-agenthub-compute\":\"count\",\"description\":\"Number of items in the secret\"}," AGE_COL "]",
+	  .schema = "{\"type\":\"object\",\"description\":\"Secret holds secret data of a certain type. The total bytes of the values in the Data field must be less than MaxSecretSize bytes.\","
+	  "\"properties\":{" META_PROPS
 	  "\"data\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"format\":\"byte\"}},"
 	  "\"stringData\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
 	  "\"immutable\":{\"type\":\"boolean\"},\"type\":{\"type\":\"string\"}}}" },
-	{ "ConfigMap", "configmaps", "configmap", "cm", true, false,
-	  "[" AGE_COL "]",
-	  "{\"type\":\"object\",\"description\":\"ConfigMap holds configuration data for pods to consume.\","
-	  "\"properties\":{\"apiVersion\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\"},"
-	  "\"metadata\":{\"type\":\"object\"},"
+	{ .kind = "ConfigMap", .plural = "configmaps", .singular = "configmap", .short_name = "cm", .namespaced = true,
+	  .columns = "[{\"name\":\"Data\",\"type\":\"string\",\"jsonPath\":\".data\",\"x-agenthub-compute\":\"count\",\"description\":\"Number of items in the config map\"}," AGE_COL "]",
+	  .schema = "{\"type\":\"object\",\"description\":\"ConfigMap holds configuration data for pods to consume.\","
+	  "\"properties\":{" META_PROPS
 	  "\"data\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
 	  "\"binaryData\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"format\":\"byte\"}},"
 	  "\"immutable\":{\"type\":\"boolean\"}}}" },
-	{ "Event", "events", "event", "ev", true, false,
-	  "[{\"name\":\"Last Seen\",\"type\":\"date\",\"jsonPath\":\".lastTimestamp\"},"
-	  "{\"name\":\"Type\",\"type\":\"string\",\"jsonPath\":\".type\"},"
-	  "{\"name\":\"Reason\",\"type\":\"string\",\"jsonPath\":\".reason\"},"
-	  "{\"name\":\"Object\",\"type\":\"string\",\"jsonPath\":\".involvedObject.name\"},"
-	  "{\"name\":\"Message\",\"type\":\"string\",\"jsonPath\":\".message\"}]",
-	  "{\"type\":\"object\",\"description\":\"Event is a report of an event somewhere in the cluster.\","
+	{ .kind = "Event", .plural = "events", .singular = "event", .short_name = "ev", .namespaced = true,
+	  .columns = EVENT_COLUMNS,
+	  .schema = "{\"type\":\"object\",\"description\":\"Event is a report of an event somewhere in the cluster.\","
 	  "\"x-kubernetes-preserve-unknown-fields\":true,"
-	  "\"properties\":{\"apiVersion\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\"},"
-	  "\"metadata\":{\"type\":\"object\"},"
-	  "\"involvedObject\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true},"
+	  "\"properties\":{" META_PROPS
+	  "\"involvedObject\":" OBJREF ",\"related\":" OBJREF ","
 	  "\"reason\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},"
-	  "\"count\":{\"type\":\"integer\"},\"firstTimestamp\":{\"type\":\"string\"},"
-	  "\"lastTimestamp\":{\"type\":\"string\"}}}" },
+	  "\"count\":{\"type\":\"integer\"},\"firstTimestamp\":{\"type\":\"string\",\"format\":\"date-time\"},"
+	  "\"lastTimestamp\":{\"type\":\"string\",\"format\":\"date-time\"},\"eventTime\":{\"type\":\"string\",\"format\":\"date-time\"},"
+	  "\"action\":{\"type\":\"string\"},\"reportingComponent\":{\"type\":\"string\"},\"reportingInstance\":{\"type\":\"string\"},"
+	  "\"source\":{\"type\":\"object\",\"properties\":{\"component\":{\"type\":\"string\"},\"host\":{\"type\":\"string\"}}},"
+	  "\"series\":{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\"},\"lastObservedTime\":{\"type\":\"string\",\"format\":\"date-time\"}}}}}" },
+	{ .kind = "ResourceQuota", .plural = "resourcequotas", .singular = "resourcequota", .short_name = "quota",
+	  .namespaced = true, .has_status = true,
+	  .columns = "[" AGE_COL ",{\"name\":\"Request\",\"type\":\"string\",\"jsonPath\":\".status.hard\",\"x-agenthub-compute\":\"quota-request\","
+	  "\"description\":\"Request represents a minimum amount of cpu/memory that a container may consume.\"},"
+	  "{\"name\":\"Limit\",\"type\":\"string\",\"jsonPath\":\".status.hard\",\"x-agenthub-compute\":\"quota-limit\","
+	  "\"description\":\"Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.\"}]",
+	  .schema = "{\"type\":\"object\",\"description\":\"ResourceQuota sets aggregate quota restrictions enforced per namespace\","
+	  "\"properties\":{" META_PROPS
+	  "\"spec\":{\"type\":\"object\",\"properties\":{\"hard\":" QUANTITIES ",\"scopes\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+	  "\"scopeSelector\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}},"
+	  "\"status\":{\"type\":\"object\",\"properties\":{\"hard\":" QUANTITIES ",\"used\":" QUANTITIES "}}}}" },
+	{ .kind = "LimitRange", .plural = "limitranges", .singular = "limitrange", .short_name = "limits", .namespaced = true,
+	  .columns = "[{\"name\":\"Created At\",\"type\":\"date\",\"jsonPath\":\".metadata.creationTimestamp\",\"x-agenthub-compute\":\"created-at\","
+	  "\"description\":\"CreationTimestamp is a timestamp representing the server time when this object was created.\"}]",
+	  .schema = "{\"type\":\"object\",\"description\":\"LimitRange sets resource usage limits for each kind of resource in a Namespace.\","
+	  "\"properties\":{" META_PROPS
+	  "\"spec\":{\"type\":\"object\",\"properties\":{\"limits\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+	  "\"type\":{\"type\":\"string\"},\"max\":" QUANTITIES ",\"min\":" QUANTITIES ",\"default\":" QUANTITIES ","
+	  "\"defaultRequest\":" QUANTITIES ",\"maxLimitRequestRatio\":" QUANTITIES "}}}}}}}" },
+	{ .kind = "Service", .plural = "services", .singular = "service", .short_name = "svc", .namespaced = true,
+	  .has_status = true, .category = "all",
+	  .columns = "[{\"name\":\"Type\",\"type\":\"string\",\"jsonPath\":\".spec.type\",\"description\":\"type determines how the Service is exposed.\"},"
+	  "{\"name\":\"Cluster-IP\",\"type\":\"string\",\"jsonPath\":\".spec.clusterIP\",\"description\":\"clusterIP is the IP address of the service.\"},"
+	  "{\"name\":\"External-IP\",\"type\":\"string\",\"jsonPath\":\".spec.externalIPs\",\"description\":\"externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.\"},"
+	  "{\"name\":\"Port(s)\",\"type\":\"string\",\"jsonPath\":\".spec.ports[*].port\",\"description\":\"The list of ports that are exposed by this service.\"}," AGE_COL "]",
+	  .schema = "{\"type\":\"object\",\"description\":\"Service is a named abstraction of software service (for example, mysql) consisting of local port that the proxy listens on, and the selector that determines which pods will answer requests sent through the proxy.\","
+	  "\"properties\":{" META_PROPS
+	  "\"spec\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true},"
+	  "\"status\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}}" },
+	{ .group = "coordination.k8s.io", .version = "v1", .kind = "Lease", .plural = "leases", .singular = "lease",
+	  .namespaced = true,
+	  .columns = "[{\"name\":\"Holder\",\"type\":\"string\",\"jsonPath\":\".spec.holderIdentity\",\"description\":\"holderIdentity contains the identity of the holder of a current lease.\"}," AGE_COL "]",
+	  .schema = "{\"type\":\"object\",\"description\":\"Lease defines a lease concept.\","
+	  "\"properties\":{" META_PROPS
+	  "\"spec\":{\"type\":\"object\",\"properties\":{\"holderIdentity\":{\"type\":\"string\"},"
+	  "\"leaseDurationSeconds\":{\"type\":\"integer\",\"format\":\"int32\"},"
+	  "\"acquireTime\":{\"type\":\"string\",\"format\":\"date-time\"},\"renewTime\":{\"type\":\"string\",\"format\":\"date-time\"},"
+	  "\"leaseTransitions\":{\"type\":\"integer\",\"format\":\"int32\"},\"strategy\":{\"type\":\"string\"},"
+	  "\"preferredHolder\":{\"type\":\"string\"}}}}}" },
+	/* One resource in two groups: events.k8s.io Events are the core Events,
+	 * with their fields renamed (kube_event_convert). */
+	{ .group = "events.k8s.io", .version = "v1", .kind = "Event", .plural = "events", .singular = "event",
+	  .short_name = "ev", .namespaced = true, .store_key = "events",
+	  .columns = EVENT_COLUMNS,
+	  .schema = "{\"type\":\"object\",\"description\":\"Event is a report of an event somewhere in the cluster. It generally denotes some state change in the system.\","
+	  "\"x-kubernetes-preserve-unknown-fields\":true,"
+	  "\"properties\":{" META_PROPS
+	  "\"eventTime\":{\"type\":\"string\",\"format\":\"date-time\"},"
+	  "\"series\":{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\"},\"lastObservedTime\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
+	  "\"reportingController\":{\"type\":\"string\"},\"reportingInstance\":{\"type\":\"string\"},"
+	  "\"action\":{\"type\":\"string\"},\"reason\":{\"type\":\"string\"},\"regarding\":" OBJREF ",\"related\":" OBJREF ","
+	  "\"note\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},"
+	  "\"deprecatedSource\":{\"type\":\"object\",\"properties\":{\"component\":{\"type\":\"string\"},\"host\":{\"type\":\"string\"}}},"
+	  "\"deprecatedFirstTimestamp\":{\"type\":\"string\",\"format\":\"date-time\"},"
+	  "\"deprecatedLastTimestamp\":{\"type\":\"string\",\"format\":\"date-time\"},\"deprecatedCount\":{\"type\":\"integer\"}}}" },
 };
 
 static void kind_free(struct kube_kind *k)
@@ -129,8 +205,8 @@ static int add_builtin(struct kube_registry *reg, const struct builtin_def *d, a
 	if (!k)
 		return -ENOMEM;
 	snprintf(list_kind, sizeof(list_kind), "%sList", d->kind);
-	k->group = xstrdup("");
-	k->version = xstrdup("v1");
+	k->group = xstrdup(d->group ? d->group : "");
+	k->version = xstrdup(d->version ? d->version : "v1");
 	k->kind = xstrdup(d->kind);
 	k->list_kind = xstrdup(list_kind);
 	k->plural = xstrdup(d->plural);
@@ -139,6 +215,8 @@ static int add_builtin(struct kube_registry *reg, const struct builtin_def *d, a
 	if (d->short_name)
 		json_array_append_new(k->short_names, json_string(d->short_name));
 	k->categories = json_array();
+	if (d->category)
+		json_array_append_new(k->categories, json_string(d->category));
 	k->namespaced = d->namespaced;
 	k->has_status = d->has_status;
 	k->builtin = true;
@@ -151,6 +229,15 @@ static int add_builtin(struct kube_registry *reg, const struct builtin_def *d, a
 				  jerr.text);
 	}
 	r = finish_kind(k, err);
+	if (r == 0 && d->store_key) {
+		/* Served from another kind's storage: that kind comes first. */
+		k->stored_as = kube_registry_by_store_key(reg, d->store_key);
+		free(k->store_key);
+		k->store_key = strdup(d->store_key);
+		if (!k->stored_as || !k->store_key)
+			r = ah_err_set(err, EINVAL, 500, "InternalError", "built-in kind %s: no storage %s",
+				       d->kind, d->store_key);
+	}
 	if (r == 0)
 		r = reg_append(reg, k);
 	if (r < 0)

@@ -1,7 +1,8 @@
 /* registry.h - the kinds the API serves: CRD-defined kinds loaded from the
  * project's CustomResourceDefinition manifests (config/crd/, embedded into
- * the binary at build time) plus the built-in core kinds (Namespace, Secret,
- * ConfigMap, Event) and CustomResourceDefinition itself.
+ * the binary at build time) plus the built-in kinds (Namespace, Secret,
+ * ConfigMap, Event, ResourceQuota, LimitRange, Service; coordination.k8s.io
+ * Lease; events.k8s.io Event) and CustomResourceDefinition itself.
  *
  * A registry is built once at start-up and is read-only afterwards, so it may
  * be shared by every thread without locking. */
@@ -34,6 +35,10 @@ struct kube_kind {
 	table_columns *columns;
 	json_t *printer_columns;
 	const struct smp_list_meta *smp_lists;
+	/* Kinds served from another kind's storage (events.k8s.io Event from
+	 * the core Event): the stored kind, whose objects are converted on the
+	 * way in and out (kube/convert.h); NULL for every other kind. */
+	const struct kube_kind *stored_as;
 };
 
 struct kube_registry {

@@ -35,10 +35,43 @@
 	"UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "                 \
 	"https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
 
+/* Cells kube-apiserver's printers compute in Go for built-in kinds, which no
+ * JSONPath expresses; a built-in kind's column asks for one with the key
+ * "x-agenthub-compute" (see registry.c). */
+enum compute {
+	COMPUTE_NONE,
+	COMPUTE_NAME,         /* metadata.name; no automatic Name column then */
+	COMPUTE_COUNT,        /* entries of the maps at .data and .binaryData */
+	COMPUTE_EV_LAST_SEEN, /* printEvent's lastTimestamp fallbacks */
+	COMPUTE_EV_FIRST_SEEN,
+	COMPUTE_EV_OBJECT,    /* lower(involvedObject.kind)/name */
+	COMPUTE_EV_SOURCE,
+	COMPUTE_EV_COUNT,
+	COMPUTE_EV_MESSAGE,   /* trimmed */
+	COMPUTE_QUOTA_REQUEST,
+	COMPUTE_QUOTA_LIMIT,
+	COMPUTE_CREATED_AT,   /* creationTimestamp as RFC 3339 (LimitRange) */
+};
+
+static const char *const compute_names[] = {
+	[COMPUTE_NAME] = "name",
+	[COMPUTE_COUNT] = "count",
+	[COMPUTE_EV_LAST_SEEN] = "event-last-seen",
+	[COMPUTE_EV_FIRST_SEEN] = "event-first-seen",
+	[COMPUTE_EV_OBJECT] = "event-object",
+	[COMPUTE_EV_SOURCE] = "event-source",
+	[COMPUTE_EV_COUNT] = "event-count",
+	[COMPUTE_EV_MESSAGE] = "event-message",
+	[COMPUTE_QUOTA_REQUEST] = "quota-request",
+	[COMPUTE_QUOTA_LIMIT] = "quota-limit",
+	[COMPUTE_CREATED_AT] = "created-at",
+};
+
 struct column {
 	char *name, *type, *format, *description;
 	json_int_t priority;
 	jsonpath *path; /* NULL for the Name column */
+	enum compute compute;
 };
 
 struct table_columns {
@@ -112,7 +145,31 @@ static int add_path_column(table_columns *tc, const json_t *pc, ah_err *err)
 		ah_err_set(err, -r, 422, "Invalid", "unrecognized column definition \"%s\"", path);
 		return r;
 	}
+	{
+		const char *cmp = json_string_value(json_object_get(pc, "x-agenthub-compute"));
+		size_t i;
+
+		for (i = 1; cmp && i < sizeof(compute_names) / sizeof(compute_names[0]); i++)
+			if (strcmp(cmp, compute_names[i]) == 0)
+				c->compute = (enum compute)i;
+		if (cmp && !c->compute)
+			return ah_err_set(err, EINVAL, 422, "Invalid", "unknown computed column \"%s\"", cmp);
+	}
 	return 0;
+}
+
+static bool has_name_column(const json_t *printer_columns)
+{
+	size_t i;
+	const json_t *pc;
+
+	json_array_foreach(printer_columns, i, pc) {
+		const char *cmp = json_string_value(json_object_get(pc, "x-agenthub-compute"));
+
+		if (cmp && strcmp(cmp, "name") == 0)
+			return true;
+	}
+	return false;
 }
 
 int table_columns_compile(const json_t *printer_columns, table_columns **ret, ah_err *err)
@@ -129,11 +186,14 @@ int table_columns_compile(const json_t *printer_columns, table_columns **ret, ah
 		free(tc);
 		return ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
 	}
-	r = column_set(&tc->cols[0], "Name", "string", "name", NAME_DESCRIPTION, 0);
-	tc->n = 1;
-	if (r < 0) {
-		ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
-		goto fail;
+	if (!has_name_column(printer_columns)) {
+		r = column_set(&tc->cols[0], "Name", "string", "name", NAME_DESCRIPTION, 0);
+		tc->cols[0].compute = COMPUTE_NAME;
+		tc->n = 1;
+		if (r < 0) {
+			ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
+			goto fail;
+		}
 	}
 	if (n == 0) {
 		/* serveDefaultColumnsIfEmpty. */
@@ -358,6 +418,150 @@ static json_t *cell_for(const struct column *c, const json_t *v, time_t now)
 	return json_null();
 }
 
+static const char *sget(const json_t *obj, const char *a, const char *b)
+{
+	const json_t *v = json_object_get(obj, a);
+
+	if (b)
+		v = json_object_get(v, b);
+	return json_string_value(v) ? json_string_value(v) : "";
+}
+
+/* translateTimestampSince: "<unknown>" for a zero time. */
+static json_t *age_cell(const char *ts, time_t now)
+{
+	char buf[32];
+	time_t t;
+
+	if (!*ts || util_parse_rfc3339(ts, &t) < 0)
+		return json_string("<unknown>");
+	table_human_duration((long long)(now - t), buf, sizeof(buf));
+	return json_string(buf);
+}
+
+/* printResourceQuota: "name: used/hard" for each hard limit, sorted, split
+ * into the limits.* ones and the rest. */
+static json_t *quota_cell(const json_t *obj, bool limits)
+{
+	const json_t *st = json_object_get(obj, "status");
+	const json_t *hard = json_object_get(st, "hard"), *used = json_object_get(st, "used");
+	const char **keys;
+	const char *key;
+	const json_t *v;
+	strbuf sb = STRBUF_INIT;
+	size_t n = 0, i;
+	json_t *cell;
+
+	keys = calloc(json_object_size(hard) + 1, sizeof(*keys));
+	if (!keys)
+		return json_null();
+	json_object_foreach((json_t *)hard, key, v)
+		if ((strncmp(key, "limits.", 7) == 0) == limits)
+			keys[n++] = key;
+	qsort(keys, n, sizeof(*keys), cmp_cstr);
+	for (i = 0; i < n; i++) {
+		const char *h = json_string_value(json_object_get(hard, keys[i]));
+		const char *u = json_string_value(json_object_get(used, keys[i]));
+
+		strbuf_addf(&sb, "%s%s: %s/%s", i ? ", " : "", keys[i], u ? u : "0", h ? h : "");
+	}
+	free(keys);
+	cell = json_stringn(sb.buf ? sb.buf : "", sb.len);
+	strbuf_release(&sb);
+	return cell ? cell : json_null();
+}
+
+static json_t *computed_cell(enum compute c, const json_t *obj, time_t now)
+{
+	const json_t *series = json_object_get(obj, "series");
+
+	switch (c) {
+	case COMPUTE_COUNT:
+		return json_integer((json_int_t)(json_object_size(json_object_get(obj, "data")) +
+						 json_object_size(json_object_get(obj, "binaryData"))));
+	case COMPUTE_EV_FIRST_SEEN:
+	case COMPUTE_EV_LAST_SEEN: {
+		const char *first = sget(obj, "firstTimestamp", NULL), *last = sget(obj, "lastTimestamp", NULL);
+
+		if (!*first)
+			first = sget(obj, "eventTime", NULL);
+		if (c == COMPUTE_EV_FIRST_SEEN)
+			return age_cell(first, now);
+		if (json_is_object(series))
+			return age_cell(sget(series, "lastObservedTime", NULL), now);
+		return age_cell(*last ? last : first, now);
+	}
+	case COMPUTE_EV_OBJECT: {
+		const char *kind = sget(obj, "involvedObject", "kind"), *name = sget(obj, "involvedObject", "name");
+		char *s = NULL, *p;
+		json_t *cell;
+
+		if (asprintf(&s, "%s/%s", kind, name) < 0)
+			return json_null();
+		for (p = s; *p && *p != '/'; p++)
+			if (*p >= 'A' && *p <= 'Z')
+				*p = (char)(*p + 32);
+		cell = json_string(s);
+		free(s);
+		return cell ? cell : json_null();
+	}
+	case COMPUTE_EV_SOURCE: {
+		const char *comp = sget(obj, "source", "component"), *inst = sget(obj, "source", "host");
+		char *s = NULL;
+		json_t *cell;
+
+		if (!*comp)
+			comp = sget(obj, "reportingComponent", NULL);
+		if (!*inst)
+			inst = sget(obj, "reportingInstance", NULL);
+		if (!*comp)
+			return json_string("");
+		if (!*inst)
+			return json_string(comp);
+		if (asprintf(&s, "%s, %s", comp, inst) < 0)
+			return json_null();
+		cell = json_string(s);
+		free(s);
+		return cell ? cell : json_null();
+	}
+	case COMPUTE_EV_COUNT: {
+		json_int_t n = json_integer_value(json_object_get(obj, "count"));
+
+		if (json_is_object(series))
+			n = json_integer_value(json_object_get(series, "count"));
+		else if (n == 0)
+			n = 1;
+		return json_integer(n);
+	}
+	case COMPUTE_EV_MESSAGE: {
+		const char *m = sget(obj, "message", NULL);
+		size_t len;
+
+		while (*m == ' ' || *m == '\t' || *m == '\n' || *m == '\r')
+			m++;
+		len = strlen(m);
+		while (len && (m[len - 1] == ' ' || m[len - 1] == '\t' || m[len - 1] == '\n' || m[len - 1] == '\r'))
+			len--;
+		{
+			json_t *cell = json_stringn(m, len);
+
+			return cell ? cell : json_null();
+		}
+	}
+	case COMPUTE_QUOTA_REQUEST:
+		return quota_cell(obj, false);
+	case COMPUTE_QUOTA_LIMIT:
+		return quota_cell(obj, true);
+	case COMPUTE_CREATED_AT: {
+		const char *ts = sget(obj, "metadata", "creationTimestamp");
+
+		return *ts ? json_string(ts) : json_null();
+	}
+	default:
+		return json_null();
+	}
+}
+
 json_t *table_row(const table_columns *tc, const json_t *obj, enum table_include include,
 		  time_t now)
 {
@@ -367,11 +571,20 @@ json_t *table_row(const table_columns *tc, const json_t *obj, enum table_include
 
 	if (!cells || !tc)
 		goto fail;
-	if (json_array_append_new(cells, json_string(name ? name : "")) < 0)
-		goto fail;
-	for (i = 1; i < tc->n; i++) {
-		json_t *vals = jsonpath_eval(tc->cols[i].path, obj), *cell;
+	for (i = 0; i < tc->n; i++) {
+		json_t *vals, *cell;
 
+		if (tc->cols[i].compute == COMPUTE_NAME) {
+			if (json_array_append_new(cells, json_string(name ? name : "")) < 0)
+				goto fail;
+			continue;
+		}
+		if (tc->cols[i].compute) {
+			if (json_array_append_new(cells, computed_cell(tc->cols[i].compute, obj, now)) < 0)
+				goto fail;
+			continue;
+		}
+		vals = jsonpath_eval(tc->cols[i].path, obj);
 		if (!vals)
 			goto fail;
 		cell = json_array_size(vals) ? cell_for(&tc->cols[i], json_array_get(vals, 0), now)

@@ -374,6 +374,102 @@ static void test_agent_columns(void **state)
 	table_columns_free(tc);
 }
 
+/* Computed cells of built-in kinds (kube-apiserver's Go printers). */
+static void check_cells(const char *columns, const char *object, time_t now, const char *want_cells,
+			const char *want_names)
+{
+	json_t *cols = yaml(columns), *obj = yaml(object), *row, *defs, *want = yaml(want_cells);
+	json_t *names = yaml(want_names), *d;
+	table_columns *tc;
+	ah_err err;
+	size_t i;
+	char *got;
+
+	assert_int_equal(table_columns_compile(cols, &tc, &err), 0);
+	row = table_row(tc, obj, TABLE_INCLUDE_NONE, now);
+	got = dump(json_object_get(row, "cells"));
+	if (!json_equal(json_object_get(row, "cells"), want))
+		fail_msg("cells %s, want %s", got, want_cells);
+	free(got);
+	defs = table_column_definitions(tc);
+	assert_int_equal(json_array_size(defs), json_array_size(names));
+	json_array_foreach(defs, i, d)
+		assert_string_equal(json_string_value(json_object_get(d, "name")),
+				    json_string_value(json_array_get(names, i)));
+	json_decref(defs);
+	json_decref(row);
+	json_decref(obj);
+	json_decref(cols);
+	json_decref(want);
+	json_decref(names);
+	table_columns_free(tc);
+}
+
+static void test_computed_columns(void **state)
+{
+	time_t now;
+
+	(void)state;
+	assert_int_equal(util_parse_rfc3339("2026-01-01T01:00:00Z", &now), 0);
+	/* ConfigMap DATA counts data and binaryData entries. */
+	check_cells("[{name: Data, type: string, jsonPath: .data, x-agenthub-compute: count}]",
+		    "{metadata: {name: c}, data: {a: '1', b: '2'}, binaryData: {z: AA==}}", now,
+		    "[c, 3]", "[Name, Data]");
+	check_cells("[{name: Data, type: string, jsonPath: .data, x-agenthub-compute: count}]",
+		    "{metadata: {name: c}}", now, "[c, 0]", "[Name, Data]");
+	/* Events: no leading Name column (it comes last, computed), OBJECT as
+	 * lower-case kind/name, LAST SEEN falling back to firstTimestamp, then
+	 * eventTime; the series' count and time win; the message trimmed. */
+	{
+		const char *cols =
+			"[{name: Last Seen, type: string, jsonPath: .lastTimestamp, x-agenthub-compute: event-last-seen},"
+			" {name: Object, type: string, jsonPath: .involvedObject, x-agenthub-compute: event-object},"
+			" {name: Source, type: string, jsonPath: .source, x-agenthub-compute: event-source},"
+			" {name: Message, type: string, jsonPath: .message, x-agenthub-compute: event-message},"
+			" {name: First Seen, type: string, jsonPath: .firstTimestamp, x-agenthub-compute: event-first-seen},"
+			" {name: Count, type: string, jsonPath: .count, x-agenthub-compute: event-count},"
+			" {name: Name, type: string, jsonPath: .metadata.name, x-agenthub-compute: name}]";
+		const char *names = "[Last Seen, Object, Source, Message, First Seen, Count, Name]";
+
+		check_cells(cols,
+			    "{metadata: {name: e1}, involvedObject: {kind: ConfigMap, name: cm}, "
+			    "source: {component: kubelet, host: n1}, message: \"  hi there \\n\", "
+			    "firstTimestamp: '2026-01-01T00:00:00Z', lastTimestamp: '2026-01-01T00:59:00Z', count: 4}",
+			    now, "['60s', configmap/cm, 'kubelet, n1', hi there, 60m, 4, e1]", names);
+		check_cells(cols,
+			    "{metadata: {name: e2}, involvedObject: {kind: Agent, name: a}, "
+			    "reportingComponent: ctl, eventTime: '2026-01-01T00:30:00.000000Z'}",
+			    now, "[30m, agent/a, ctl, '', 30m, 1, e2]", names);
+		check_cells(cols,
+			    "{metadata: {name: e3}, involvedObject: {kind: Agent, name: a}, "
+			    "eventTime: '2026-01-01T00:00:00.000000Z', "
+			    "series: {count: 9, lastObservedTime: '2026-01-01T00:58:00.000000Z'}}",
+			    now, "[2m, agent/a, '', '', 60m, 9, e3]", names);
+		check_cells(cols, "{metadata: {name: e4}}", now,
+			    "[<unknown>, /, '', '', <unknown>, 1, e4]", names);
+	}
+	/* ResourceQuota REQUEST and LIMIT from status, sorted. */
+	check_cells("[{name: Request, type: string, jsonPath: .status.hard, x-agenthub-compute: quota-request},"
+		    " {name: Limit, type: string, jsonPath: .status.hard, x-agenthub-compute: quota-limit}]",
+		    "{metadata: {name: q}, status: {hard: {pods: '10', cpu: '2', limits.cpu: '4'}, "
+		    "used: {pods: '1', limits.cpu: '0'}}}", now,
+		    "[q, 'cpu: 0/2, pods: 1/10', 'limits.cpu: 0/4']", "[Name, Request, Limit]");
+	/* LimitRange CREATED AT: the timestamp itself. */
+	check_cells("[{name: Created At, type: date, jsonPath: .metadata.creationTimestamp, x-agenthub-compute: created-at}]",
+		    "{metadata: {name: l, creationTimestamp: '2026-01-01T00:00:00Z'}}", now,
+		    "[l, '2026-01-01T00:00:00Z']", "[Name, Created At]");
+	/* An unknown computation is refused. */
+	{
+		json_t *cols = yaml("[{name: X, type: string, jsonPath: .x, x-agenthub-compute: nope}]");
+		table_columns *tc = NULL;
+		ah_err err;
+
+		assert_true(table_columns_compile(cols, &tc, &err) < 0);
+		assert_int_equal(err.status, 422);
+		json_decref(cols);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +479,7 @@ int main(void)
 		cmocka_unit_test(test_row_object),
 		cmocka_unit_test(test_bad_columns),
 		cmocka_unit_test(test_agent_columns),
+		cmocka_unit_test(test_computed_columns),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
