@@ -17,8 +17,15 @@ struct builtin_def {
 	bool namespaced, has_status;
 	const char *columns; /* JSON array of printer columns */
 	const char *schema;  /* JSON openAPIV3Schema */
+	const char *group, *version; /* NULL: the core group, v1 */
+	bool review;                 /* create-only review kind (see registry.h) */
 };
 
+#define RBAC_GROUP "rbac.authorization.k8s.io"
+/* Objects whose fields the API server checks itself (kube/rbac.c) rather than a schema. */
+#define OPEN_SCHEMA(desc) "{\"type\":\"object\",\"description\":\"" desc "\"," \
+	"\"x-kubernetes-preserve-unknown-fields\":true,\"properties\":{\"apiVersion\":{\"type\":\"string\"}," \
+	"\"kind\":{\"type\":\"string\"},\"metadata\":{\"type\":\"object\"}}}"
 #define AGE_COL "{\"name\":\"Age\",\"type\":\"date\",\"jsonPath\":\".metadata.creationTimestamp\"}"
 
 static const struct builtin_def builtins[] = {
@@ -29,7 +36,7 @@ static const struct builtin_def builtins[] = {
 	  "\"metadata\":{\"type\":\"object\"},"
 	  "\"spec\":{\"type\":\"object\",\"properties\":{\"finalizers\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
 	  "\"status\":{\"type\":\"object\",\"properties\":{\"phase\":{\"type\":\"string\"},"
-	  "\"conditions\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}}}}}" },
+	  "\"conditions\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}}}}}", NULL, NULL, false },
 	{ "Secret", "secrets", "secret", NULL, true, false,
 	  "[{\"name\":\"Type\",\"type\":\"string\",\"jsonPath\":\".type\"}," AGE_COL "]",
 	  "{\"type\":\"object\",\"description\":\"Secret holds secret data of a certain type.\","
@@ -37,7 +44,7 @@ static const struct builtin_def builtins[] = {
 	  "\"metadata\":{\"type\":\"object\"},"
 	  "\"data\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"format\":\"byte\"}},"
 	  "\"stringData\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
-	  "\"immutable\":{\"type\":\"boolean\"},\"type\":{\"type\":\"string\"}}}" },
+	  "\"immutable\":{\"type\":\"boolean\"},\"type\":{\"type\":\"string\"}}}", NULL, NULL, false },
 	{ "ConfigMap", "configmaps", "configmap", "cm", true, false,
 	  "[" AGE_COL "]",
 	  "{\"type\":\"object\",\"description\":\"ConfigMap holds configuration data for pods to consume.\","
@@ -45,7 +52,7 @@ static const struct builtin_def builtins[] = {
 	  "\"metadata\":{\"type\":\"object\"},"
 	  "\"data\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
 	  "\"binaryData\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"format\":\"byte\"}},"
-	  "\"immutable\":{\"type\":\"boolean\"}}}" },
+	  "\"immutable\":{\"type\":\"boolean\"}}}", NULL, NULL, false },
 	{ "Event", "events", "event", "ev", true, false,
 	  "[{\"name\":\"Last Seen\",\"type\":\"date\",\"jsonPath\":\".lastTimestamp\"},"
 	  "{\"name\":\"Type\",\"type\":\"string\",\"jsonPath\":\".type\"},"
@@ -59,7 +66,42 @@ static const struct builtin_def builtins[] = {
 	  "\"involvedObject\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true},"
 	  "\"reason\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},"
 	  "\"count\":{\"type\":\"integer\"},\"firstTimestamp\":{\"type\":\"string\"},"
-	  "\"lastTimestamp\":{\"type\":\"string\"}}}" },
+	  "\"lastTimestamp\":{\"type\":\"string\"}}}", NULL, NULL, false },
+	/* Kubernetes RBAC and authentication (kube/rbac.h): stored as they come,
+	 * checked by kube/rbac.c's admission. */
+	{ "ServiceAccount", "serviceaccounts", "serviceaccount", "sa", true, false,
+	  "[" AGE_COL "]",
+	  OPEN_SCHEMA("ServiceAccount binds together a name, understood by users, and perhaps by peripheral systems, for an identity."),
+	  NULL, NULL, false },
+	{ "Role", "roles", "role", NULL, true, false, "[{\"name\":\"Created At\",\"type\":\"string\",\"jsonPath\":\".metadata.creationTimestamp\"}]",
+	  OPEN_SCHEMA("Role is a namespaced, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding."),
+	  RBAC_GROUP, "v1", false },
+	{ "ClusterRole", "clusterroles", "clusterrole", NULL, false, false, "[{\"name\":\"Created At\",\"type\":\"string\",\"jsonPath\":\".metadata.creationTimestamp\"}]",
+	  OPEN_SCHEMA("ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding or ClusterRoleBinding."),
+	  RBAC_GROUP, "v1", false },
+	{ "RoleBinding", "rolebindings", "rolebinding", NULL, true, false,
+	  "[{\"name\":\"Role\",\"type\":\"string\",\"jsonPath\":\".roleRef.name\"}," AGE_COL "]",
+	  OPEN_SCHEMA("RoleBinding references a role, but does not contain it."),
+	  RBAC_GROUP, "v1", false },
+	{ "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", NULL, false, false,
+	  "[{\"name\":\"Role\",\"type\":\"string\",\"jsonPath\":\".roleRef.name\"}," AGE_COL "]",
+	  OPEN_SCHEMA("ClusterRoleBinding references a ClusterRole, but not contain it."),
+	  RBAC_GROUP, "v1", false },
+	{ "SelfSubjectAccessReview", "selfsubjectaccessreviews", "", NULL, false, false, "[]",
+	  OPEN_SCHEMA("SelfSubjectAccessReview checks whether or the current user can perform an action."),
+	  "authorization.k8s.io", "v1", true },
+	{ "SelfSubjectRulesReview", "selfsubjectrulesreviews", "", NULL, false, false, "[]",
+	  OPEN_SCHEMA("SelfSubjectRulesReview enumerates the set of actions the current user can perform within a namespace."),
+	  "authorization.k8s.io", "v1", true },
+	{ "SelfSubjectReview", "selfsubjectreviews", "", NULL, false, false, "[]",
+	  OPEN_SCHEMA("SelfSubjectReview contains the user information that the kube-apiserver has about the user making this request."),
+	  "authentication.k8s.io", "v1", true },
+	{ "SelfSubjectReview", "selfsubjectreviews", "", NULL, false, false, "[]",
+	  OPEN_SCHEMA("SelfSubjectReview contains the user information that the kube-apiserver has about the user making this request."),
+	  "authentication.k8s.io", "v1beta1", true },
+	{ "SelfSubjectReview", "selfsubjectreviews", "", NULL, false, false, "[]",
+	  OPEN_SCHEMA("SelfSubjectReview contains the user information that the kube-apiserver has about the user making this request."),
+	  "authentication.k8s.io", "v1alpha1", true },
 };
 
 static void kind_free(struct kube_kind *k)
@@ -129,8 +171,8 @@ static int add_builtin(struct kube_registry *reg, const struct builtin_def *d, a
 	if (!k)
 		return -ENOMEM;
 	snprintf(list_kind, sizeof(list_kind), "%sList", d->kind);
-	k->group = xstrdup("");
-	k->version = xstrdup("v1");
+	k->group = xstrdup(d->group ? d->group : "");
+	k->version = xstrdup(d->version ? d->version : "v1");
 	k->kind = xstrdup(d->kind);
 	k->list_kind = xstrdup(list_kind);
 	k->plural = xstrdup(d->plural);
@@ -142,6 +184,7 @@ static int add_builtin(struct kube_registry *reg, const struct builtin_def *d, a
 	k->namespaced = d->namespaced;
 	k->has_status = d->has_status;
 	k->builtin = true;
+	k->review = d->review;
 	k->smp_lists = no_lists;
 	k->schema = json_loads(d->schema, 0, &jerr);
 	k->printer_columns = json_loads(d->columns, 0, &jerr);
