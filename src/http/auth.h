@@ -70,6 +70,12 @@ enum MHD_Result auth_token_request(struct kube_api *api, const struct creds *c,
 enum MHD_Result auth_review(struct rbac *rb, struct http_req *req, const struct kube_kind *k,
 			    const struct auth_identity *id);
 
+/* A protobuf body (Content-Type application/vnd.kubernetes.protobuf) of one
+ * of the kinds http/authpb.h decodes is replaced by its JSON text, so the
+ * JSON paths read it.  Other bodies are left as they are.  -EINVAL when a
+ * body of those kinds is malformed (reply 400). */
+int auth_body_from_protobuf(struct http_req *req);
+
 /* Escalation prevention for create/update/patch of Roles, ClusterRoles,
  * RoleBindings and ClusterRoleBindings by a caller outside system:masters:
  * the object written may grant only what the caller holds, unless the

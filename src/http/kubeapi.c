@@ -86,8 +86,17 @@ static json_t *status_json(const ah_err *err, const char *group, const char *kin
 		json_object_set_new(details, "group", json_string(group));
 	if (kind_plural && *kind_plural)
 		json_object_set_new(details, "kind", json_string(kind_plural));
-	if (causes && json_array_size(causes))
+	if (causes && json_array_size(causes)) {
 		json_object_set(details, "causes", causes);
+	} else if (err->status == 422 && strstr(err->message, " is invalid: ")) {
+		/* An admission rule's one field error ("K \"n\" is invalid: FIELD: DETAIL"):
+		 * kubectl prints an Invalid error from its causes. */
+		const char *f = strstr(err->message, " is invalid: ") + 13, *sep = strstr(f, ": ");
+
+		if (sep)
+			json_object_set_new(details, "causes", json_pack("[{s:s,s:s#,s:s}]", "reason",
+				"FieldValueInvalid", "field", f, (int)(sep - f), "message", sep + 2));
+	}
 	if (json_object_size(details))
 		json_object_set_new(st, "details", details);
 	else
@@ -1514,6 +1523,8 @@ enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *h
 
 		if (authorize(ka, req, &t, &id, &res) < 0)
 			return res;
+		if (auth_body_from_protobuf(req) < 0)
+			return reply_err(req, 400, "BadRequest", "the protobuf request body could not be decoded");
 		if (t.crd)
 			return handle_crd(ka, req, &t);
 		if (t.token)
