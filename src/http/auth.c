@@ -463,6 +463,35 @@ enum MHD_Result auth_review(struct rbac *rb, struct http_req *req, const struct 
 	return res;
 }
 
+void auth_namespace_default_sa(struct kube_api *api, struct http_req *req, const char *name)
+{
+	const struct kube_kind *nsk = kube_registry_by_resource(kube_api_registry(api), "", "v1", "namespaces");
+	json_t *body = NULL, *ns = NULL, *sa = NULL, *ret = NULL;
+	struct kube_opts o = { 0 };
+	ah_err err;
+
+	if (!name || !*name) {
+		body = body_json(req);
+		name = json_string_value(json_object_get(json_object_get(body, "metadata"), "name"));
+	}
+	if (!name || !*name || !nsk || kube_get(api, nsk, "", name, &ns, &err) < 0)
+		goto out;
+	if (json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp"))
+		goto out;
+	if (kube_get(api, sa_kind(api), name, "default", &ret, &err) == 0)
+		goto out;
+	sa = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "v1", "kind", "ServiceAccount", "metadata",
+		       "name", "default", "namespace", name);
+	/* A concurrent request may have made it: -EEXIST is as good. */
+	if (sa)
+		kube_create(api, sa_kind(api), name, sa, &o, &ret, &err);
+out:
+	json_decref(body);
+	json_decref(ns);
+	json_decref(sa);
+	json_decref(ret);
+}
+
 int auth_body_from_protobuf(struct http_req *req)
 {
 	const char *ct = http_header(req, "Content-Type");

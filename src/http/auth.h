@@ -70,6 +70,11 @@ enum MHD_Result auth_token_request(struct kube_api *api, const struct creds *c,
 enum MHD_Result auth_review(struct rbac *rb, struct http_req *req, const struct kube_kind *k,
 			    const struct auth_identity *id);
 
+/* After a write to a namespace (name, or NULL to read it from the request
+ * body): give it the ServiceAccount "default" if it has none, as
+ * kube-controller-manager does. */
+void auth_namespace_default_sa(struct kube_api *api, struct http_req *req, const char *name);
+
 /* A protobuf body (Content-Type application/vnd.kubernetes.protobuf) of one
  * of the kinds http/authpb.h decodes is replaced by its JSON text, so the
  * JSON paths read it.  Other bodies are left as they are.  -EINVAL when a

@@ -1533,7 +1533,12 @@ enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *h
 			return auth_review(ka->rbac, req, t.k, &id);
 		if (auth_check_escalation(ka->api, ka->rbac, &id, req, t.k, t.ns, t.name, &err) < 0)
 			return kubeapi_reply_status(req, &err, t.k->group, t.k->plural, t.name, NULL);
-		return handle_resource(ka, req, &t);
+		res = handle_resource(ka, req, &t);
+		if (!t.group[0] && strcmp(t.plural, "namespaces") == 0 && !t.status &&
+		    (strcmp(req->method, "POST") == 0 || strcmp(req->method, "PATCH") == 0 ||
+		     strcmp(req->method, "PUT") == 0))
+			auth_namespace_default_sa(ka->api, req, t.name);
+		return res;
 	}
 	if (strncmp(path, "/openapi/", 9) == 0)
 		return reply_openapi(ka, req, path);

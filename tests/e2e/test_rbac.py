@@ -445,3 +445,20 @@ def test_default_roles_and_discovery(p):
         assert r.status == 200, (path, r)
     r = p.as_token(p.creator, "api-resources", "--api-group=rbac.authorization.k8s.io", "-o", "name")
     assert "rolebindings.rbac.authorization.k8s.io" in r.stdout.split()
+
+
+def test_default_serviceaccount_per_namespace(p):
+    hub = p.hub
+    hub.kubectl("create", "namespace", "fresh-ns")
+    sa = hub.kubectl_json("-n", "fresh-ns", "get", "serviceaccount", "default")
+    assert sa["metadata"]["name"] == "default" and sa["metadata"]["uid"]
+    # Its token authenticates (and, with no binding, may only discover).
+    tok = p.token("fresh-ns", "default")
+    r = p.as_token(tok, "auth", "whoami", "-o", "json")
+    assert json.loads(r.stdout)["status"]["userInfo"]["username"] == "system:serviceaccount:fresh-ns:default"
+    forbidden(p.as_token(tok, "-n", "fresh-ns", "get", "configmaps", check=False),
+              'configmaps is forbidden: User "system:serviceaccount:fresh-ns:default" cannot list '
+              'resource "configmaps" in API group "" in the namespace "fresh-ns"')
+    # Namespaces made with apply get one too.
+    hub.apply_obj({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "applied-ns"}})
+    assert hub.kubectl_json("-n", "applied-ns", "get", "sa", "default")["metadata"]["name"] == "default"
