@@ -3,6 +3,7 @@
 #include "http/auth.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,109 @@
 
 #define ISSUER "https://kubernetes.default.svc.cluster.local"
 #define SA_PREFIX "system:serviceaccount:"
+#define SA_KEY "serviceaccounts"
+#define TOKEN_CACHE_BUCKETS 256
+#define TOKEN_CACHE_MAX 4096
+
+struct token_entry {
+	unsigned char digest[32];
+	struct auth_identity id;
+	time_t exp;
+	uint64_t sa_stamp;
+	struct token_entry *next;
+};
+
+struct auth_cache {
+	pthread_mutex_t lock;
+	struct token_entry *buckets[TOKEN_CACHE_BUCKETS];
+	size_t n;
+};
+
+struct auth_cache *auth_cache_new(void)
+{
+	struct auth_cache *ac = calloc(1, sizeof(*ac));
+
+	if (ac)
+		pthread_mutex_init(&ac->lock, NULL);
+	return ac;
+}
+
+static void token_cache_clear(struct auth_cache *ac)
+{
+	size_t i;
+
+	for (i = 0; i < TOKEN_CACHE_BUCKETS; i++) {
+		struct token_entry *e = ac->buckets[i], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			free(e);
+		}
+		ac->buckets[i] = NULL;
+	}
+	ac->n = 0;
+}
+
+void auth_cache_free(struct auth_cache *ac)
+{
+	if (!ac)
+		return;
+	token_cache_clear(ac);
+	pthread_mutex_destroy(&ac->lock);
+	free(ac);
+}
+
+static bool token_cache_get(struct auth_cache *ac, const unsigned char digest[32], uint64_t stamp,
+			    time_t now, struct auth_identity *ret)
+{
+	struct token_entry *e;
+	bool hit = false;
+
+	if (!ac)
+		return false;
+	pthread_mutex_lock(&ac->lock);
+	for (e = ac->buckets[digest[0]]; e; e = e->next) {
+		if (memcmp(e->digest, digest, 32) == 0) {
+			if (e->exp > now && e->sa_stamp == stamp) {
+				*ret = e->id;
+				hit = true;
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ac->lock);
+	return hit;
+}
+
+static void token_cache_put(struct auth_cache *ac, const unsigned char digest[32], uint64_t stamp,
+			    time_t exp, const struct auth_identity *id)
+{
+	struct token_entry *e;
+
+	if (!ac)
+		return;
+	pthread_mutex_lock(&ac->lock);
+	for (e = ac->buckets[digest[0]]; e; e = e->next)
+		if (memcmp(e->digest, digest, 32) == 0)
+			break;
+	if (!e) {
+		if (ac->n >= TOKEN_CACHE_MAX)
+			token_cache_clear(ac);
+		e = calloc(1, sizeof(*e));
+		if (e) {
+			memcpy(e->digest, digest, 32);
+			e->next = ac->buckets[digest[0]];
+			ac->buckets[digest[0]] = e;
+			ac->n++;
+		}
+	}
+	if (e) {
+		e->id = *id;
+		e->exp = exp;
+		e->sa_stamp = stamp;
+	}
+	pthread_mutex_unlock(&ac->lock);
+}
 
 static void add_group(struct auth_identity *id, const char *g)
 {
@@ -73,7 +177,7 @@ static void sa_identity(struct auth_identity *id, const char *ns, const char *na
 
 static const struct kube_kind *sa_kind(struct kube_api *api)
 {
-	return kube_registry_by_resource(kube_api_registry(api), "", "v1", "serviceaccounts");
+	return kube_registry_by_resource(kube_api_registry(api), "", "v1", SA_KEY);
 }
 
 static bool audience_ok(const json_t *aud)
@@ -89,15 +193,26 @@ static bool audience_ok(const json_t *aud)
 	return false;
 }
 
-static int sa_token_identity(struct kube_api *api, const struct creds *c, const char *token,
-			     struct auth_identity *ret)
+static int sa_token_identity(struct kube_api *api, const struct creds *c, struct auth_cache *ac,
+			     const char *token, struct auth_identity *ret)
 {
 	json_t *claims = NULL, *k8s, *sa, *obj = NULL;
 	const char *ns, *name, *uid, *live_uid;
 	time_t now = time(NULL);
+	unsigned char digest[32];
+	bool cacheable;
+	uint64_t stamp;
 	ah_err err;
 	int r = -EACCES;
 
+	if (strlen(token) > CREDS_JWT_MAX)
+		return -EACCES;
+	/* The stamp is read before the ServiceAccount: a change after it
+	 * leaves an entry that no longer matches. */
+	stamp = store_resource_stamp(kube_api_store(api), SA_KEY);
+	cacheable = creds_sha256(token, digest);
+	if (cacheable && token_cache_get(ac, digest, stamp, now, ret))
+		return 0;
 	if (creds_jwt_verify(c, token, &claims) < 0)
 		return -EACCES;
 	k8s = json_object_get(claims, "kubernetes.io");
@@ -122,6 +237,8 @@ static int sa_token_identity(struct kube_api *api, const struct creds *c, const 
 	    json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp"))
 		goto out;
 	sa_identity(ret, ns, name, uid);
+	if (cacheable)
+		token_cache_put(ac, digest, stamp, (time_t)json_integer_value(json_object_get(claims, "exp")), ret);
 	r = 0;
 out:
 	json_decref(obj);
@@ -129,8 +246,8 @@ out:
 	return r;
 }
 
-int auth_authenticate(struct kube_api *api, const struct creds *c, struct http_req *req,
-		      struct auth_identity *ret)
+int auth_authenticate(struct kube_api *api, const struct creds *c, struct auth_cache *ac,
+		      struct http_req *req, struct auth_identity *ret)
 {
 	const char *auth = http_header(req, "Authorization"), *tok;
 
@@ -147,7 +264,7 @@ int auth_authenticate(struct kube_api *api, const struct creds *c, struct http_r
 		add_group(ret, "system:authenticated");
 		return 0;
 	}
-	return sa_token_identity(api, c, tok, ret);
+	return sa_token_identity(api, c, ac, tok, ret);
 }
 
 /* --- impersonation ------------------------------------------------------- */

@@ -41,6 +41,13 @@ struct auth_identity {
 	bool masters; /* in system:masters: every check short-circuits */
 };
 
+/* Verified ServiceAccount tokens, so that a request with a token seen
+ * before costs a digest and a look-up: an entry holds until the token
+ * expires or any ServiceAccount changes (the store's stamp).  Bounded. */
+struct auth_cache;
+struct auth_cache *auth_cache_new(void);
+void auth_cache_free(struct auth_cache *ac);
+
 /* The rbac_user view of id (pointers into id). */
 void auth_rbac_user(const struct auth_identity *id, struct rbac_user *ret);
 
@@ -48,8 +55,8 @@ void auth_rbac_user(const struct auth_identity *id, struct rbac_user *ret);
  * (reply 401).  A ServiceAccount token must be signed by this hub, within
  * its validity, for AUTH_AUDIENCE, and its ServiceAccount must still exist
  * with the uid the token names. */
-int auth_authenticate(struct kube_api *api, const struct creds *c, struct http_req *req,
-		      struct auth_identity *ret);
+int auth_authenticate(struct kube_api *api, const struct creds *c, struct auth_cache *ac,
+		      struct http_req *req, struct auth_identity *ret);
 
 /* Apply Impersonate-* headers, if any, after checking the caller may
  * impersonate each (verb impersonate on users / groups / serviceaccounts).

@@ -823,6 +823,11 @@ static bool token_digest(const char *s, unsigned char out[32])
 	return true;
 }
 
+bool creds_sha256(const char *s, unsigned char out[32])
+{
+	return s && token_digest(s, out);
+}
+
 bool creds_token_ok(const struct creds *c, const char *presented)
 {
 	unsigned char want[32], got[32];

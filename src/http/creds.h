@@ -75,6 +75,9 @@ int creds_write_kubeconfig(const char *path, const char *server_url, const struc
  * their lengths, so it leaks nothing about the token. */
 bool creds_token_ok(const struct creds *c, const char *presented);
 
+/* SHA-256 of a string (the algorithm fetched once); false on failure. */
+bool creds_sha256(const char *s, unsigned char out[32]);
+
 /* ServiceAccount tokens: compact JWS, HS256 over c->sa_key.
  * creds_jwt_sign() returns a malloc'd "header.payload.signature" for the
  * claims (a JSON object), or NULL.  creds_jwt_verify() checks the form, the

@@ -31,6 +31,7 @@ struct kubeapi {
 	struct kubeapi_opts opts;
 	char *openapi_index;
 	struct rbac *rbac;
+	struct auth_cache *tokens;
 };
 
 int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct kubeapi **ret)
@@ -42,6 +43,11 @@ int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct ku
 	ka->api = api;
 	ka->reg = kube_api_registry(api);
 	ka->opts = *opts;
+	ka->tokens = auth_cache_new();
+	if (!ka->tokens) {
+		free(ka);
+		return -ENOMEM;
+	}
 	{
 		ah_err err;
 		int r = rbac_new(api, &ka->rbac, &err);
@@ -66,6 +72,7 @@ void kubeapi_free(struct kubeapi *ka)
 		return;
 	free(ka->openapi_index);
 	rbac_free(ka->rbac);
+	auth_cache_free(ka->tokens);
 	free(ka);
 }
 
@@ -1467,7 +1474,7 @@ static int authorize(struct kubeapi *ka, struct http_req *req, const struct targ
 		id->masters = true;
 		return 0;
 	}
-	if (auth_authenticate(ka->api, ka->opts.creds, req, id) < 0) {
+	if (auth_authenticate(ka->api, ka->opts.creds, ka->tokens, req, id) < 0) {
 		*res = reply_err(req, 401, "Unauthorized", "Unauthorized");
 		return -EACCES;
 	}
