@@ -699,8 +699,10 @@ int auth_check_escalation(struct kube_api *api, struct rbac *rb, const struct au
 			       "application/merge-patch+json", obj, &o, &patched, err);
 		json_decref(obj);
 		obj = patched;
+		/* Fail closed: a patch whose result cannot be computed here
+		 * (the real patch would report the same error) is refused. */
 		if (r < 0)
-			return 0; /* the real patch reports the same error */
+			return r;
 	}
 	oname = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 	if (!oname)
