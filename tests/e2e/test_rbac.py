@@ -462,3 +462,26 @@ def test_default_serviceaccount_per_namespace(p):
     # Namespaces made with apply get one too.
     hub.apply_obj({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "applied-ns"}})
     assert hub.kubectl_json("-n", "applied-ns", "get", "sa", "default")["metadata"]["name"] == "default"
+
+
+@pytest.mark.parametrize("kubectl", [str(k) for k in KUBECTLS], ids=lambda k: pathlib.Path(k).name)
+def test_can_i_and_create_token_with_each_kubectl(p, kubectl):
+    """kubectl 1.27-1.31 send these requests as JSON, 1.32+ as protobuf."""
+    base = [kubectl, "--kubeconfig", str(p.hub.kubeconfig)]
+
+    def run(*args):
+        return subprocess.run(base + list(args), capture_output=True, text=True, timeout=60)
+
+    r = run("--token", p.creator, "auth", "can-i", "patch", AGENTS, "-n", POOL)
+    assert (r.returncode, r.stdout.strip()) == (0, "yes"), r.stderr
+    r = run("--token", p.creator, "auth", "can-i", "get", "secrets", "-n", POOL)
+    assert (r.returncode, r.stdout.strip()) == (1, "no"), r.stderr
+    r = run("-n", TENANT, "create", "token", "creator", "--duration=15m")
+    assert r.returncode == 0, r.stderr
+    c = claims_of(r.stdout.strip())
+    assert c["exp"] - c["iat"] == 900 and c["sub"] == CREATOR
+    name = "rb-" + pathlib.Path(kubectl).name.replace(".", "-")
+    r = run("-n", TENANT, "create", "rolebinding", name, "--clusterrole=view", "--user=someone")
+    assert r.returncode == 0, r.stderr
+    rb = p.hub.kubectl_json("-n", TENANT, "get", "rolebinding", name)
+    assert rb["roleRef"]["name"] == "view" and rb["subjects"][0]["name"] == "someone"
