@@ -7,12 +7,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kube/rbac.h"
+#include "kube/registry.h"
+#include "store/store.h"
+#include "testutil.h"
 
 #define N(rows) (sizeof(rows) / sizeof(rows[0]))
 
@@ -192,6 +196,166 @@ static void test_forbidden_reason(void **state)
 	}
 }
 
+/* --- with a store: bootstrap, resolution, aggregation, cache invalidation */
+
+struct fixture {
+	char dir[64];
+	store *s;
+	struct kube_registry *reg;
+	struct kube_api *api;
+	struct rbac *rb;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct store_options so = { .event_log_keep = 1000, .sync_full = 0 };
+	char db[128];
+	ah_err err;
+
+	assert_int_equal(tu_tmpdir(f->dir, sizeof(f->dir), "ah-test-rbac"), 0);
+	snprintf(db, sizeof(db), "%s/db", f->dir);
+	assert_int_equal(store_open(db, &so, &f->s), 0);
+	assert_int_equal(kube_registry_new(&f->reg, &err), 0);
+	assert_int_equal(kube_api_new(f->s, f->reg, &f->api, &err), 0);
+	assert_int_equal(rbac_new(f->api, &f->rb, &err), 0);
+	if (rbac_bootstrap(f->rb, &err) != 0)
+		fail_msg("bootstrap: %s", err.message);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	rbac_free(f->rb);
+	kube_api_free(f->api);
+	kube_registry_free(f->reg);
+	store_close(f->s);
+	tu_tmpdir_remove(f->dir);
+	free(f);
+	return 0;
+}
+
+static int create(struct fixture *f, const char *plural, const char *ns, const char *text, ah_err *err)
+{
+	const struct kube_kind *k = kube_registry_by_resource(f->reg, strcmp(plural, "namespaces") == 0 ? "" : RBAC_GROUP,
+							       "v1", plural);
+	json_t *body = J(text), *ret = NULL;
+	struct kube_opts o = { 0 };
+	int r;
+
+	assert_non_null(k);
+	r = kube_create(f->api, k, ns, body, &o, &ret, err);
+	json_decref(body);
+	json_decref(ret);
+	return r;
+}
+
+static int delete(struct fixture *f, const char *plural, const char *ns, const char *name)
+{
+	const struct kube_kind *k = kube_registry_by_resource(f->reg, RBAC_GROUP, "v1", plural);
+	json_t *ret = NULL;
+	struct kube_opts o = { 0 };
+	ah_err err;
+	int r = kube_delete(f->api, k, ns, name, &o, &ret, &err);
+
+	json_decref(ret);
+	return r;
+}
+
+static bool can(struct fixture *f, const char *user, const char *verb, const char *group,
+		const char *resource, const char *ns)
+{
+	struct rbac_user u = { .name = user, .groups = { "system:authenticated" }, .ngroups = 1 };
+	struct rbac_attrs a = { .verb = verb, .resource_request = true, .group = group, .resource = resource,
+				.subresource = "", .name = "", .ns = ns };
+
+	return rbac_allowed(f->rb, &u, &a);
+}
+
+static void test_store_resolution(void **state)
+{
+	struct fixture *f = *state;
+	struct rbac_user masters = { .name = "system:admin", .groups = { RBAC_MASTERS }, .ngroups = 1 };
+	struct rbac_attrs anything = { .verb = "delete", .resource_request = true, .group = "x", .resource = "y",
+				       .subresource = "", .name = "z", .ns = "" };
+	ah_err err;
+
+	assert_true(rbac_allowed(f->rb, &masters, &anything));
+	/* Bootstrap is idempotent. */
+	assert_int_equal(rbac_bootstrap(f->rb, &err), 0);
+	assert_int_equal(create(f, "namespaces", "", "{\"metadata\":{\"name\":\"pool\"}}", &err), 0);
+	assert_false(can(f, "jane", "list", "agent-install.openshift.io", "agents", "pool"));
+	/* Discovery is every authenticated user's. */
+	{
+		struct rbac_user u = { .name = "jane", .groups = { "system:authenticated" }, .ngroups = 1 };
+		struct rbac_attrs a = { .verb = "get", .path = "/apis/hive.openshift.io/v1" };
+
+		assert_true(rbac_allowed(f->rb, &u, &a));
+		a.verb = "post";
+		assert_false(rbac_allowed(f->rb, &u, &a));
+	}
+	/* A RoleBinding to the aggregated "view" takes effect at once, in its namespace only ... */
+	assert_int_equal(create(f, "rolebindings", "pool",
+				"{\"metadata\":{\"name\":\"jane\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\","
+				"\"kind\":\"ClusterRole\",\"name\":\"view\"},\"subjects\":[{\"kind\":\"User\",\"name\":\"jane\"}]}",
+				&err), 0);
+	assert_true(can(f, "jane", "list", "agent-install.openshift.io", "agents", "pool"));
+	assert_false(can(f, "jane", "patch", "agent-install.openshift.io", "agents", "pool"));
+	assert_false(can(f, "jane", "get", "", "secrets", "pool"));
+	assert_false(can(f, "jane", "list", "agent-install.openshift.io", "agents", "other"));
+	assert_false(can(f, "jane", "list", "agent-install.openshift.io", "agents", ""));
+	/* ... a new aggregated-to-view role widens it (and edit, admin) ... */
+	assert_false(can(f, "jane", "get", "", "widgets", "pool"));
+	assert_int_equal(create(f, "clusterroles", "",
+				"{\"metadata\":{\"name\":\"widgets\",\"labels\":{\"rbac.authorization.k8s.io/aggregate-to-view\":\"true\"}},"
+				"\"rules\":[{\"apiGroups\":[\"\"],\"resources\":[\"widgets\"],\"verbs\":[\"get\"]}]}", &err), 0);
+	assert_true(can(f, "jane", "get", "", "widgets", "pool"));
+	/* ... and deleting the binding takes it away (the cache follows the store). */
+	assert_int_equal(delete(f, "rolebindings", "pool", "jane"), 0);
+	assert_false(can(f, "jane", "list", "agent-install.openshift.io", "agents", "pool"));
+	/* A ClusterRoleBinding to a Role-like ClusterRole applies everywhere. */
+	assert_int_equal(create(f, "clusterrolebindings", "",
+				"{\"metadata\":{\"name\":\"jane-edit\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\","
+				"\"kind\":\"ClusterRole\",\"name\":\"edit\"},\"subjects\":[{\"kind\":\"User\",\"name\":\"jane\"}]}",
+				&err), 0);
+	assert_true(can(f, "jane", "get", "", "secrets", "other"));
+	assert_true(can(f, "jane", "list", "agent-install.openshift.io", "agents", ""));
+	assert_false(can(f, "jane", "create", RBAC_GROUP, "rolebindings", "pool"));
+	assert_false(can(f, "bob", "get", "", "widgets", "pool"));
+}
+
+static void test_store_admission(void **state)
+{
+	struct fixture *f = *state;
+	ah_err err;
+
+	assert_int_equal(create(f, "namespaces", "", "{\"metadata\":{\"name\":\"pool\"}}", &err), 0);
+	assert_int_equal(create(f, "rolebindings", "pool",
+				"{\"metadata\":{\"name\":\"x\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\","
+				"\"kind\":\"Foo\",\"name\":\"view\"}}", &err), -EINVAL);
+	assert_int_equal(err.status, 422);
+	assert_string_equal(err.message, "RoleBinding.rbac.authorization.k8s.io \"x\" is invalid: roleRef.kind: "
+			    "Unsupported value: \"Foo\": supported values: \"Role\", \"ClusterRole\"");
+	assert_int_equal(create(f, "clusterrolebindings", "",
+				"{\"metadata\":{\"name\":\"x\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\","
+				"\"kind\":\"Role\",\"name\":\"view\"}}", &err), -EINVAL);
+	assert_int_equal(create(f, "roles", "pool",
+				"{\"metadata\":{\"name\":\"r\"},\"rules\":[{\"nonResourceURLs\":[\"/x\"],\"verbs\":[\"get\"]}]}",
+				&err), -EINVAL);
+	assert_non_null(strstr(err.message, "namespaced rules cannot apply to non-resource URLs"));
+	assert_int_equal(create(f, "roles", "pool",
+				"{\"metadata\":{\"name\":\"r\"},\"rules\":[{\"apiGroups\":[\"\"],\"resources\":[\"secrets\"]}]}",
+				&err), -EINVAL);
+	assert_non_null(strstr(err.message, "rules[0].verbs: Required value"));
+	/* RBAC names are path segments: colons are fine. */
+	assert_int_equal(create(f, "roles", "pool",
+				"{\"metadata\":{\"name\":\"team:reader\"},\"rules\":[{\"apiGroups\":[\"\"],"
+				"\"resources\":[\"configmaps\"],\"verbs\":[\"get\"]}]}", &err), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +363,8 @@ int main(void)
 		cmocka_unit_test(test_subjects),
 		cmocka_unit_test(test_uncovered),
 		cmocka_unit_test(test_forbidden_reason),
+		cmocka_unit_test_setup_teardown(test_store_resolution, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_admission, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
