@@ -22,6 +22,7 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -635,6 +636,56 @@ static int token_load_or_create(const char *dir, char **ret, ah_err *err)
 	return 0;
 }
 
+static int unhex(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+static int sa_key_load_or_create(const char *dir, unsigned char key[32], ah_err *err)
+{
+	char path[CREDS_PATH_MAX], fresh[2 * 32 + 2];
+	char *t = NULL;
+	size_t i;
+	int r;
+
+	if ((r = join_path(path, dir, "sa.key", err)) < 0)
+		return r;
+	r = read_secret(path, &t, err);
+	if (r == -ENOENT) {
+		if (util_random_hex(fresh, 32) < 0)
+			return ah_err_set(err, EIO, 500, "InternalError", "no random bytes for sa.key");
+		strcat(fresh, "\n");
+		r = write_file(path, fresh, SECRET_MODE, err);
+		t = r == 0 ? strdup(fresh) : NULL;
+		OPENSSL_cleanse(fresh, sizeof(fresh));
+		if (r < 0)
+			return r;
+		if (!t)
+			return ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
+	} else if (r < 0) {
+		return r;
+	}
+	for (i = 0; i < 32; i++) {
+		int hi = unhex(t[2 * i]), lo = hi < 0 ? -1 : unhex(t[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			break;
+		key[i] = (unsigned char)(hi << 4 | lo);
+	}
+	free_secret(t);
+	if (i < 32) {
+		OPENSSL_cleanse(key, 32);
+		return ah_err_set(err, EINVAL, 500, "InternalError", "%s: not 64 hex digits", path);
+	}
+	return 0;
+}
+
 int creds_load_or_create(const char *dir, const char *const *hosts, struct creds *ret, ah_err *err)
 {
 	struct creds c = { 0 };
@@ -662,6 +713,9 @@ int creds_load_or_create(const char *dir, const char *const *hosts, struct creds
 	if ((r = token_load_or_create(dir, &c.admin_token, err)) < 0)
 		goto out;
 	c.token_digest_set = token_digest(c.admin_token, c.token_digest);
+	if ((r = sa_key_load_or_create(dir, c.sa_key, err)) < 0)
+		goto out;
+	c.sa_key_set = true;
 	*ret = c;
 	memset(&c, 0, sizeof(c));
 out:
@@ -679,7 +733,7 @@ void creds_release(struct creds *c)
 	free(c->cert_pem);
 	free_secret(c->key_pem);
 	free_secret(c->admin_token);
-	memset(c, 0, sizeof(*c));
+	OPENSSL_cleanse(c, sizeof(*c));
 }
 
 static bool url_valid(const char *u)
@@ -769,6 +823,11 @@ static bool token_digest(const char *s, unsigned char out[32])
 	return true;
 }
 
+bool creds_sha256(const char *s, unsigned char out[32])
+{
+	return s && token_digest(s, out);
+}
+
 bool creds_token_ok(const struct creds *c, const char *presented)
 {
 	unsigned char want[32], got[32];
@@ -788,4 +847,129 @@ bool creds_token_ok(const struct creds *c, const char *presented)
 	OPENSSL_cleanse(want, sizeof(want));
 	OPENSSL_cleanse(got, sizeof(got));
 	return ok;
+}
+
+/* --- ServiceAccount tokens (HS256 JWS) ------------------------------------ */
+
+static char *b64url(const void *data, size_t len)
+{
+	char *s = util_base64_encode(data, len), *p, *q;
+
+	if (!s)
+		return NULL;
+	for (p = q = s; *p; p++) {
+		if (*p == '=')
+			continue;
+		*q++ = *p == '+' ? '-' : *p == '/' ? '_' : *p;
+	}
+	*q = '\0';
+	return s;
+}
+
+static int unb64url(const char *s, size_t n, unsigned char **ret, size_t *ret_len)
+{
+	char *t = malloc(n + 4);
+	size_t i;
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		char ch = s[i];
+
+		if (ch == '+' || ch == '/' || ch == '=') {
+			free(t);
+			return -EINVAL;
+		}
+		t[i] = ch == '-' ? '+' : ch == '_' ? '/' : ch;
+	}
+	while (i % 4)
+		t[i++] = '=';
+	r = util_base64_decode(t, i, ret, ret_len);
+	free(t);
+	return r;
+}
+
+static bool hs256(const struct creds *c, const char *msg, size_t len, unsigned char out[32])
+{
+	unsigned int olen = 0;
+
+	if (!c || !c->sa_key_set)
+		return false;
+	if (!HMAC(EVP_sha256(), c->sa_key, sizeof(c->sa_key), (const unsigned char *)msg, len, out, &olen) ||
+	    olen != 32) {
+		ERR_clear_error();
+		return false;
+	}
+	return true;
+}
+
+char *creds_jwt_sign(const struct creds *c, const json_t *claims)
+{
+	static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+	char *payload = json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS);
+	char *h = b64url(header, sizeof(header) - 1), *p = payload ? b64url(payload, strlen(payload)) : NULL;
+	char *sig = NULL, *out = NULL;
+	unsigned char mac[32];
+	strbuf sb = STRBUF_INIT;
+
+	free(payload);
+	if (!h || !p)
+		goto out;
+	strbuf_addf(&sb, "%s.%s", h, p);
+	if (!sb.buf || !hs256(c, sb.buf, sb.len, mac))
+		goto out;
+	sig = b64url(mac, sizeof(mac));
+	if (!sig)
+		goto out;
+	strbuf_addf(&sb, ".%s", sig);
+	out = strbuf_detach(&sb, NULL);
+out:
+	strbuf_release(&sb);
+	free(h);
+	free(p);
+	free(sig);
+	return out;
+}
+
+int creds_jwt_verify(const struct creds *c, const char *token, json_t **ret)
+{
+	const char *d1, *d2;
+	unsigned char mac[32], *sig = NULL, *hdr = NULL, *payload = NULL;
+	size_t sig_len = 0, hdr_len = 0, payload_len = 0, n;
+	json_t *h = NULL, *claims = NULL;
+	int r = -EINVAL;
+
+	if (!token || (n = strlen(token)) > CREDS_JWT_MAX)
+		return -EINVAL;
+	d1 = strchr(token, '.');
+	d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+	if (!d1 || !d2 || strchr(d2 + 1, '.'))
+		return -EINVAL;
+	if (!hs256(c, token, (size_t)(d2 - token), mac))
+		return -EINVAL;
+	if (unb64url(d2 + 1, n - (size_t)(d2 + 1 - token), &sig, &sig_len) < 0 || sig_len != 32 ||
+	    CRYPTO_memcmp(sig, mac, 32) != 0)
+		goto out;
+	if (unb64url(token, (size_t)(d1 - token), &hdr, &hdr_len) < 0 ||
+	    unb64url(d1 + 1, (size_t)(d2 - d1 - 1), &payload, &payload_len) < 0)
+		goto out;
+	h = json_loadb((const char *)hdr, hdr_len, 0, NULL);
+	if (!h || !json_string_value(json_object_get(h, "alg")) ||
+	    strcmp(json_string_value(json_object_get(h, "alg")), "HS256") != 0)
+		goto out;
+	claims = json_loadb((const char *)payload, payload_len, 0, NULL);
+	if (!json_is_object(claims))
+		goto out;
+	*ret = claims;
+	claims = NULL;
+	r = 0;
+out:
+	OPENSSL_cleanse(mac, sizeof(mac));
+	free(sig);
+	free(hdr);
+	free(payload);
+	json_decref(h);
+	json_decref(claims);
+	return r;
 }

@@ -12,6 +12,8 @@
  *   serving.crt  serving certificate, PEM (mode 0644)
  *   serving.key  serving private key, PKCS#8 PEM (mode 0600)
  *   admin.token  admin bearer token and a newline (mode 0600)
+ *   sa.key       ServiceAccount token signing key, 32 random bytes as hex
+ *                (mode 0600): tokens are HS256 JWTs only this hub verifies
  *
  * Private keys and the token are secrets: never log them, nor anything
  * derived from them.  All functions are thread-safe on distinct arguments;
@@ -19,6 +21,7 @@
 #ifndef AH_HTTP_CREDS_H
 #define AH_HTTP_CREDS_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "base/error.h"
@@ -34,6 +37,9 @@ struct creds {
 	 * hand leaves it unset and creds_token_ok() hashes admin_token). */
 	unsigned char token_digest[32];
 	bool token_digest_set;
+	/* ServiceAccount token signing key (never log it). */
+	unsigned char sa_key[32];
+	bool sa_key_set;
 };
 
 /* Load the credentials from DIR, creating whatever is missing:
@@ -68,5 +74,18 @@ int creds_write_kubeconfig(const char *path, const char *server_url, const struc
  * token.  The time taken does not depend on where the strings differ nor on
  * their lengths, so it leaks nothing about the token. */
 bool creds_token_ok(const struct creds *c, const char *presented);
+
+/* SHA-256 of a string (the algorithm fetched once); false on failure. */
+bool creds_sha256(const char *s, unsigned char out[32]);
+
+/* ServiceAccount tokens: compact JWS, HS256 over c->sa_key.
+ * creds_jwt_sign() returns a malloc'd "header.payload.signature" for the
+ * claims (a JSON object), or NULL.  creds_jwt_verify() checks the form, the
+ * algorithm and the signature in constant time (nothing else: the caller
+ * checks the claims) and returns 0 with the claims in *ret (a new
+ * reference), or -EINVAL.  Tokens longer than CREDS_JWT_MAX are refused. */
+#define CREDS_JWT_MAX 8192
+char *creds_jwt_sign(const struct creds *c, const json_t *claims);
+int creds_jwt_verify(const struct creds *c, const char *token, json_t **ret);
 
 #endif

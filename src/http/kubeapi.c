@@ -20,10 +20,12 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "base/yamljson.h"
+#include "http/auth.h"
 #include "http/query.h"
 #include "kube/convert.h"
 #include "kube/listtoken.h"
 #include "kube/proto.h"
+#include "kube/rbac.h"
 #include "kube/selector.h"
 #include "kube/table.h"
 
@@ -34,6 +36,8 @@ struct kubeapi {
 	const struct kube_registry *reg;
 	struct kubeapi_opts opts;
 	char *openapi_index;
+	struct rbac *rbac;
+	struct auth_cache *tokens;
 };
 
 int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct kubeapi **ret)
@@ -45,6 +49,23 @@ int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct ku
 	ka->api = api;
 	ka->reg = kube_api_registry(api);
 	ka->opts = *opts;
+	ka->tokens = auth_cache_new();
+	if (!ka->tokens) {
+		free(ka);
+		return -ENOMEM;
+	}
+	{
+		ah_err err;
+		int r = rbac_new(api, &ka->rbac, &err);
+
+		if (r == 0)
+			r = rbac_bootstrap(ka->rbac, &err);
+		if (r < 0) {
+			log_error("RBAC: %s", err.message);
+			kubeapi_free(ka);
+			return r;
+		}
+	}
 	if (!ka->opts.max_watch_seconds)
 		ka->opts.max_watch_seconds = 1800;
 	*ret = ka;
@@ -56,6 +77,8 @@ void kubeapi_free(struct kubeapi *ka)
 	if (!ka)
 		return;
 	free(ka->openapi_index);
+	rbac_free(ka->rbac);
+	auth_cache_free(ka->tokens);
 	free(ka);
 }
 
@@ -76,8 +99,17 @@ static json_t *status_json(const ah_err *err, const char *group, const char *kin
 		json_object_set_new(details, "group", json_string(group));
 	if (kind_plural && *kind_plural)
 		json_object_set_new(details, "kind", json_string(kind_plural));
-	if (causes && json_array_size(causes))
+	if (causes && json_array_size(causes)) {
 		json_object_set(details, "causes", causes);
+	} else if (err->status == 422 && strstr(err->message, " is invalid: ")) {
+		/* An admission rule's one field error ("K \"n\" is invalid: FIELD: DETAIL"):
+		 * kubectl prints an Invalid error from its causes. */
+		const char *f = strstr(err->message, " is invalid: ") + 13, *sep = strstr(f, ": ");
+
+		if (sep)
+			json_object_set_new(details, "causes", json_pack("[{s:s,s:s#,s:s}]", "reason",
+				"FieldValueInvalid", "field", f, (int)(sep - f), "message", sep + 2));
+	}
 	if (json_object_size(details))
 		json_object_set_new(st, "details", details);
 	else
@@ -127,6 +159,9 @@ static json_t *resource_entry(const struct kube_kind *k, bool status)
 {
 	json_t *e;
 
+	if (k->review)
+		return json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name", k->plural, "singularName", "",
+				 "namespaced", k->namespaced, "kind", k->kind, "verbs", "create");
 	if (status)
 		return json_pack("{s:s+,s:s,s:b,s:s,s:[sss]}", "name", k->plural, "/status", "singularName", "",
 				 "namespaced", k->namespaced, "kind", k->kind, "verbs", "get", "patch",
@@ -166,6 +201,12 @@ static enum MHD_Result reply_resource_list(struct kubeapi *ka, struct http_req *
 		json_array_append_new(list, resource_entry(k, false));
 		if (k->has_status)
 			json_array_append_new(list, resource_entry(k, true));
+		if (!k->group[0] && strcmp(k->plural, "serviceaccounts") == 0)
+			json_array_append_new(list, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[s]}", "name",
+							      "serviceaccounts/token", "singularName", "",
+							      "namespaced", 1, "group", "authentication.k8s.io",
+							      "version", "v1", "kind", "TokenRequest",
+							      "verbs", "create"));
 	}
 	if (!any) {
 		json_decref(list);
@@ -550,6 +591,7 @@ struct target {
 	char ns[256];     /* "" = cluster-scoped or all namespaces */
 	char name[256];   /* "" = collection */
 	bool status;
+	bool token;       /* serviceaccounts/NAME/token (TokenRequest) */
 	bool crd;         /* apiextensions customresourcedefinitions */
 };
 
@@ -609,9 +651,13 @@ static int parse_target(struct kubeapi *ka, const char *path, struct target *t)
 			if (*p && !seg(&p, t->name, sizeof(t->name)))
 				return -ENOENT;
 			if (*p) {
-				if (strcmp(p, "/status") != 0)
+				if (strcmp(p, "/token") == 0 && !t->group[0] &&
+				    strcmp(t->plural, "serviceaccounts") == 0)
+					t->token = true;
+				else if (strcmp(p, "/status") != 0)
 					return -ENOENT;
-				t->status = true;
+				else
+					t->status = true;
 			}
 		} else {
 			snprintf(t->plural, sizeof(t->plural), "namespaces");
@@ -1938,21 +1984,80 @@ done:
 	return res;
 }
 
-static bool authorized(struct kubeapi *ka, struct http_req *req)
+/* The RBAC attributes of a resource request, as kube-apiserver's RequestInfo. */
+static void target_attrs(struct http_req *req, const struct target *t, struct rbac_attrs *a)
 {
-	const char *auth;
+	const char *m = req->method, *w = http_query(req, "watch");
 
-	if (!ka->opts.creds)
-		return true;
-	auth = http_header(req, "Authorization");
-	if (!auth || strncmp(auth, "Bearer ", 7) != 0)
-		return false;
-	return creds_token_ok(ka->opts.creds, auth + 7);
+	memset(a, 0, sizeof(*a));
+	a->resource_request = true;
+	a->group = t->group;
+	a->resource = t->plural;
+	a->subresource = t->status ? "status" : t->token ? "token" : "";
+	a->name = t->name;
+	/* A namespace's own requests are in that namespace. */
+	a->ns = t->ns[0] || strcmp(t->plural, "namespaces") != 0 || t->group[0] ? t->ns : t->name;
+	if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
+		a->verb = t->name[0] ? "get" : w && (strcmp(w, "1") == 0 || strcmp(w, "true") == 0) ? "watch" : "list";
+	else if (strcmp(m, "POST") == 0)
+		a->verb = "create";
+	else if (strcmp(m, "PUT") == 0)
+		a->verb = "update";
+	else if (strcmp(m, "PATCH") == 0)
+		a->verb = "patch";
+	else if (strcmp(m, "DELETE") == 0)
+		a->verb = t->name[0] ? "delete" : "deletecollection";
+	else
+		a->verb = "";
+}
+
+/* Authorize a request: 0 when it may go on (id filled), else a reply was
+ * queued and *res holds its result. */
+static int authorize(struct kubeapi *ka, struct http_req *req, const struct target *t,
+		     struct auth_identity *id, enum MHD_Result *res)
+{
+	struct rbac_attrs a;
+	struct rbac_user u;
+	char lower[16];
+	bool replied;
+	size_t i;
+
+	if (!ka->opts.creds) {
+		memset(id, 0, sizeof(*id));
+		snprintf(id->user, sizeof(id->user), "%s", AUTH_ADMIN_USER);
+		id->masters = true;
+		return 0;
+	}
+	if (auth_authenticate(ka->api, ka->opts.creds, ka->tokens, req, id) < 0) {
+		*res = reply_err(req, 401, "Unauthorized", "Unauthorized");
+		return -EACCES;
+	}
+	*res = auth_impersonate(ka->rbac, req, id, &replied);
+	if (replied)
+		return -EACCES;
+	if (id->masters)
+		return 0;
+	if (t) {
+		target_attrs(req, t, &a);
+	} else {
+		memset(&a, 0, sizeof(a));
+		for (i = 0; req->method[i] && i + 1 < sizeof(lower); i++)
+			lower[i] = (char)(req->method[i] >= 'A' && req->method[i] <= 'Z' ? req->method[i] + 32 : req->method[i]);
+		lower[i] = '\0';
+		a.verb = lower;
+		a.path = req->path;
+	}
+	auth_rbac_user(id, &u);
+	if (rbac_allowed(ka->rbac, &u, &a))
+		return 0;
+	*res = auth_reply_forbidden(req, id, &a, t ? (t->k ? kube_kind_resource_name(t->k) : t->plural) : NULL);
+	return -EACCES;
 }
 
 enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *handled)
 {
 	const char *path = req->path;
+	struct auth_identity id;
 	struct target t;
 
 	*handled = true;
@@ -1964,11 +2069,38 @@ enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *h
 		*handled = false;
 		return MHD_NO;
 	}
-	if (!authorized(ka, req))
-		return reply_err(req, 401, "Unauthorized", "Unauthorized");
 	if (req->too_big)
 		return reply_err(req, 413, "RequestEntityTooLarge",
 				 "Request entity too large: limit is %zu bytes", req->body.max);
+	if (parse_target(ka, path, &t) < 0) {
+		enum MHD_Result res;
+
+		/* Discovery, OpenAPI and unknown paths: non-resource requests. */
+		if (authorize(ka, req, NULL, &id, &res) < 0)
+			return res;
+	} else {
+		enum MHD_Result res;
+		ah_err err;
+
+		if (authorize(ka, req, &t, &id, &res) < 0)
+			return res;
+		if (auth_body_from_protobuf(req) < 0)
+			return reply_err(req, 400, "BadRequest", "the protobuf request body could not be decoded");
+		if (t.crd)
+			return handle_crd(ka, req, &t);
+		if (t.token)
+			return auth_token_request(ka->api, ka->opts.creds, req, t.ns, t.name);
+		if (t.k->review)
+			return auth_review(ka->rbac, req, t.k, &id);
+		if (auth_check_escalation(ka->api, ka->rbac, &id, req, t.k, t.ns, t.name, &err) < 0)
+			return kubeapi_reply_status(req, &err, t.k->group, t.k->plural, t.name, NULL);
+		res = handle_resource(ka, req, &t);
+		if (!t.group[0] && strcmp(t.plural, "namespaces") == 0 && !t.status &&
+		    (strcmp(req->method, "POST") == 0 || strcmp(req->method, "PATCH") == 0 ||
+		     strcmp(req->method, "PUT") == 0))
+			auth_namespace_default_sa(ka->api, req, t.name);
+		return res;
+	}
 	if (strncmp(path, "/openapi/", 9) == 0)
 		return reply_openapi(ka, req, path);
 	if (strcmp(path, "/api") == 0 || strcmp(path, "/api/") == 0)
@@ -1987,9 +2119,5 @@ enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *h
 		if (n == 2 && (rest[1 + strlen(v)] == '\0' || strcmp(rest + 1 + strlen(v), "/") == 0))
 			return reply_resource_list(ka, req, g, v);
 	}
-	if (parse_target(ka, path, &t) < 0)
-		return reply_err(req, 404, "NotFound", "the server could not find the requested resource");
-	if (t.crd)
-		return handle_crd(ka, req, &t);
-	return handle_resource(ka, req, &t);
+	return reply_err(req, 404, "NotFound", "the server could not find the requested resource");
 }

@@ -364,6 +364,21 @@ static const char *name_problem(const char *name, bool label_only)
 	return NULL;
 }
 
+/* RBAC objects are named as path segments ("system:basic-user"), as
+ * kube-apiserver's ValidateRBACName does. */
+static const char *path_segment_problem(const char *name)
+{
+	if (!*name)
+		return "empty";
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return "may not be '.' or '..'";
+	if (strchr(name, '/'))
+		return "may not contain '/'";
+	if (strchr(name, '%'))
+		return "may not contain '%'";
+	return NULL;
+}
+
 static void add_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static void add_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
@@ -424,7 +439,8 @@ static int check_object(const struct kube_kind *k, json_t *obj, struct kube_opts
 	json_t *p;
 	int n = 0;
 
-	if (name && (problem = name_problem(name, strcmp(k->plural, "namespaces") == 0))) {
+	if (name && (problem = strcmp(k->group, "rbac.authorization.k8s.io") == 0 ? path_segment_problem(name) :
+			       name_problem(name, strcmp(k->plural, "namespaces") == 0))) {
 		add_cause(causes, "FieldValueInvalid", "metadata.name", "Invalid value: \"%s\": %s", name,
 			  problem);
 		n++;

@@ -20,7 +20,17 @@ struct builtin_def {
 	const char *schema;  /* JSON openAPIV3Schema */
 	const char *store_key;  /* another kind's storage, served converted (NULL: own) */
 	const char *category;   /* NULL: none */
+	bool review;            /* create-only review kind (see registry.h) */
 };
+
+#define RBAC_GROUP "rbac.authorization.k8s.io"
+/* Objects whose fields the API server checks itself (kube/rbac.c) rather than a schema. */
+#define OPEN_SCHEMA(desc) "{\"type\":\"object\",\"description\":\"" desc "\"," \
+	"\"x-kubernetes-preserve-unknown-fields\":true,\"properties\":{\"apiVersion\":{\"type\":\"string\"}," \
+	"\"kind\":{\"type\":\"string\"},\"metadata\":{\"type\":\"object\"}}}"
+#define CREATED_AT_COL "[{\"name\":\"Created At\",\"type\":\"string\",\"jsonPath\":\".metadata.creationTimestamp\"}]"
+#define REVIEW(k, p, g, v, desc) { .group = g, .version = v, .kind = k, .plural = p, .singular = "", \
+	.columns = "[]", .schema = OPEN_SCHEMA(desc), .review = true }
 
 #define AGE_COL "{\"name\":\"Age\",\"type\":\"date\",\"jsonPath\":\".metadata.creationTimestamp\"}"
 #define META_PROPS "\"apiVersion\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\"},\"metadata\":{\"type\":\"object\"},"
@@ -104,8 +114,7 @@ static const struct builtin_def builtins[] = {
 	  .has_status = true, .category = "all",
 	  .columns = "[{\"name\":\"Type\",\"type\":\"string\",\"jsonPath\":\".spec.type\",\"description\":\"type determines how the Service is exposed.\"},"
 	  "{\"name\":\"Cluster-IP\",\"type\":\"string\",\"jsonPath\":\".spec.clusterIP\",\"description\":\"clusterIP is the IP address of the service.\"},"
-	  "{\"name\":\"External-IP\",\"type\":\"string\",\"jsonPath\":\".spec.externalIPs\",\"description\":\"externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.\"},"
-	  "{\"name\":\"Port(s)\",\"type\":\"string\",\"jsonPath\":\".spec.ports[*].port\",\"description\":\"The list of ports that are exposed by this service.\"}," AGE_COL "]",
+	  "{\"name\":\"Ports\",\"type\":\"string\",\"jsonPath\":\".spec.ports[*].port\",\"description\":\"The ports exposed by the service.\"}," AGE_COL "]",
 	  .schema = "{\"type\":\"object\",\"description\":\"Service is a named abstraction of software service (for example, mysql) consisting of local port that the proxy listens on, and the selector that determines which pods will answer requests sent through the proxy.\","
 	  "\"properties\":{" META_PROPS
 	  "\"spec\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true},"
@@ -136,6 +145,34 @@ static const struct builtin_def builtins[] = {
 	  "\"deprecatedSource\":{\"type\":\"object\",\"properties\":{\"component\":{\"type\":\"string\"},\"host\":{\"type\":\"string\"}}},"
 	  "\"deprecatedFirstTimestamp\":{\"type\":\"string\",\"format\":\"date-time\"},"
 	  "\"deprecatedLastTimestamp\":{\"type\":\"string\",\"format\":\"date-time\"},\"deprecatedCount\":{\"type\":\"integer\"}}}" },
+	/* Kubernetes RBAC and authentication (kube/rbac.h): stored as they come,
+	 * checked by kube/rbac.c's admission. */
+	{ .kind = "ServiceAccount", .plural = "serviceaccounts", .singular = "serviceaccount", .short_name = "sa",
+	  .namespaced = true, .columns = "[" AGE_COL "]",
+	  .schema = OPEN_SCHEMA("ServiceAccount binds together a name, understood by users, and perhaps by peripheral systems, for an identity.") },
+	{ .group = RBAC_GROUP, .version = "v1", .kind = "Role", .plural = "roles", .singular = "role", .namespaced = true,
+	  .columns = CREATED_AT_COL,
+	  .schema = OPEN_SCHEMA("Role is a namespaced, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding.") },
+	{ .group = RBAC_GROUP, .version = "v1", .kind = "ClusterRole", .plural = "clusterroles", .singular = "clusterrole",
+	  .columns = CREATED_AT_COL,
+	  .schema = OPEN_SCHEMA("ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding or ClusterRoleBinding.") },
+	{ .group = RBAC_GROUP, .version = "v1", .kind = "RoleBinding", .plural = "rolebindings", .singular = "rolebinding",
+	  .namespaced = true, .columns = "[{\"name\":\"Role\",\"type\":\"string\",\"jsonPath\":\".roleRef.name\"}," AGE_COL "]",
+	  .schema = OPEN_SCHEMA("RoleBinding references a role, but does not contain it.") },
+	{ .group = RBAC_GROUP, .version = "v1", .kind = "ClusterRoleBinding", .plural = "clusterrolebindings",
+	  .singular = "clusterrolebinding",
+	  .columns = "[{\"name\":\"Role\",\"type\":\"string\",\"jsonPath\":\".roleRef.name\"}," AGE_COL "]",
+	  .schema = OPEN_SCHEMA("ClusterRoleBinding references a ClusterRole, but not contain it.") },
+	REVIEW("SelfSubjectAccessReview", "selfsubjectaccessreviews", "authorization.k8s.io", "v1",
+	       "SelfSubjectAccessReview checks whether or the current user can perform an action."),
+	REVIEW("SelfSubjectRulesReview", "selfsubjectrulesreviews", "authorization.k8s.io", "v1",
+	       "SelfSubjectRulesReview enumerates the set of actions the current user can perform within a namespace."),
+	REVIEW("SelfSubjectReview", "selfsubjectreviews", "authentication.k8s.io", "v1",
+	       "SelfSubjectReview contains the user information that the kube-apiserver has about the user making this request."),
+	REVIEW("SelfSubjectReview", "selfsubjectreviews", "authentication.k8s.io", "v1beta1",
+	       "SelfSubjectReview contains the user information that the kube-apiserver has about the user making this request."),
+	REVIEW("SelfSubjectReview", "selfsubjectreviews", "authentication.k8s.io", "v1alpha1",
+	       "SelfSubjectReview contains the user information that the kube-apiserver has about the user making this request."),
 };
 
 static void kind_free(struct kube_kind *k)
@@ -220,6 +257,7 @@ static int add_builtin(struct kube_registry *reg, const struct builtin_def *d, a
 	k->namespaced = d->namespaced;
 	k->has_status = d->has_status;
 	k->builtin = true;
+	k->review = d->review;
 	k->smp_lists = no_lists;
 	k->schema = json_loads(d->schema, 0, &jerr);
 	k->printer_columns = json_loads(d->columns, 0, &jerr);

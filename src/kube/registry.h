@@ -1,8 +1,10 @@
 /* registry.h - the kinds the API serves: CRD-defined kinds loaded from the
  * project's CustomResourceDefinition manifests (config/crd/, embedded into
  * the binary at build time) plus the built-in kinds (Namespace, Secret,
- * ConfigMap, Event, ResourceQuota, LimitRange, Service; coordination.k8s.io
- * Lease; events.k8s.io Event) and CustomResourceDefinition itself.
+ * ConfigMap, Event, ResourceQuota, LimitRange, Service, ServiceAccount;
+ * coordination.k8s.io Lease; events.k8s.io Event; the RBAC kinds and the
+ * review kinds of authorization.k8s.io and authentication.k8s.io) and
+ * CustomResourceDefinition itself.
  *
  * A registry is built once at start-up and is read-only afterwards, so it may
  * be shared by every thread without locking. */
@@ -28,6 +30,8 @@ struct kube_kind {
 	bool namespaced;
 	bool has_status;     /* status subresource */
 	bool builtin;        /* core kind: strategic merge patch, no schema pruning */
+	bool review;         /* create-only review kind (SelfSubjectAccessReview, ...):
+				answered from the request, never stored */
 	char *api_version;   /* "group/version" or "v1" */
 	char *store_key;     /* "plural.group" or "plural": the store's resource name */
 	json_t *schema;      /* openAPIV3Schema (borrowed from crd) */

@@ -533,6 +533,58 @@ static void test_token_ok_rows(void **state)
 	assert_false(creds_token_ok(NULL, "x"));
 }
 
+/* ServiceAccount tokens: the key is made once and kept (0600), a signed
+ * token verifies with its claims, and any change to it, another key, another
+ * algorithm or a malformed token does not. */
+static void test_sa_jwt(void **state)
+{
+	struct fixture *f = *state;
+	struct creds c = { 0 }, again = { 0 }, other = { 0 };
+	json_t *claims = json_pack("{s:s,s:I}", "sub", "system:serviceaccount:ns:sa", "exp", (json_int_t)4102444800);
+	json_t *got = NULL;
+	char *tok, *bad;
+	size_t n;
+
+	load(f, NULL, &c);
+	assert_true(c.sa_key_set);
+	assert_int_equal(mode_of(f, "sa.key"), 0600);
+	tok = creds_jwt_sign(&c, claims);
+	assert_non_null(tok);
+	assert_int_equal(creds_jwt_verify(&c, tok, &got), 0);
+	assert_true(json_equal(got, claims));
+	json_decref(got);
+	got = NULL;
+	load(f, NULL, &again);
+	assert_memory_equal(c.sa_key, again.sa_key, sizeof(c.sa_key));
+	assert_int_equal(creds_jwt_verify(&again, tok, &got), 0);
+	json_decref(got);
+	got = NULL;
+	/* Each part of the token matters. */
+	n = strlen(tok);
+	bad = strdup(tok);
+	for (size_t i = 0; i < n; i += 7) {
+		if (bad[i] == '.')
+			continue;
+		bad[i] = bad[i] == 'A' ? 'B' : 'A';
+		assert_int_equal(creds_jwt_verify(&c, bad, &got), -EINVAL);
+		bad[i] = tok[i];
+	}
+	free(bad);
+	memcpy(&other, &c, sizeof(other));
+	other.sa_key[0] ^= 1;
+	assert_int_equal(creds_jwt_verify(&other, tok, &got), -EINVAL);
+	assert_int_equal(creds_jwt_verify(&c, "a.b", &got), -EINVAL);
+	assert_int_equal(creds_jwt_verify(&c, "a.b.c.d", &got), -EINVAL);
+	assert_int_equal(creds_jwt_verify(&c, "", &got), -EINVAL);
+	/* alg "none" with an empty signature. */
+	assert_int_equal(creds_jwt_verify(&c, "eyJhbGciOiJub25lIn0.e30.", &got), -EINVAL);
+	assert_null(got);
+	free(tok);
+	json_decref(claims);
+	creds_release(&c);
+	creds_release(&again);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -548,6 +600,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_token_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kubeconfig, setup, teardown),
 		cmocka_unit_test(test_token_ok_rows),
+		cmocka_unit_test_setup_teardown(test_sa_jwt, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
