@@ -12,7 +12,7 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "base/yamljson.h"
-#include "http/authpb.h"
+#include "kube/proto.h"
 #include "http/kubeapi.h"
 
 #define ISSUER "https://kubernetes.default.svc.cluster.local"
@@ -609,28 +609,25 @@ out:
 	json_decref(ret);
 }
 
-int auth_body_from_protobuf(struct http_req *req)
+int auth_body_from_protobuf(struct http_req *req, ah_err *err)
 {
-	const char *ct = http_header(req, "Content-Type");
 	json_t *obj = NULL;
 	char *text;
 	int r;
 
-	if (!ct || strncmp(ct, "application/vnd.kubernetes.protobuf", 35) != 0 || req->body.len == 0)
+	if (!kube_proto_content_type(http_header(req, "Content-Type")) || req->too_big)
 		return 0;
-	r = authpb_decode(req->body.buf, req->body.len, &obj);
-	if (r == -ENOTSUP)
-		return 0;
+	r = kube_proto_decode(req->body.buf, req->body.len, &obj, err);
 	if (r < 0)
 		return r;
 	text = json_dumps(obj, JSON_COMPACT);
 	json_decref(obj);
 	if (!text)
-		return -ENOMEM;
+		return ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
 	strbuf_reset(&req->body);
 	r = strbuf_add(&req->body, text, strlen(text));
 	free(text);
-	return r < 0 ? r : 0;
+	return r < 0 ? ah_err_set(err, -r, 413, "RequestEntityTooLarge", "the request body is too large") : 0;
 }
 
 /* --- escalation ------------------------------------------------------------ */

@@ -82,11 +82,12 @@ enum MHD_Result auth_review(struct rbac *rb, struct http_req *req, const struct 
  * kube-controller-manager does. */
 void auth_namespace_default_sa(struct kube_api *api, struct http_req *req, const char *name);
 
-/* A protobuf body (Content-Type application/vnd.kubernetes.protobuf) of one
- * of the kinds http/authpb.h decodes is replaced by its JSON text, so the
- * JSON paths read it.  Other bodies are left as they are.  -EINVAL when a
- * body of those kinds is malformed (reply 400). */
-int auth_body_from_protobuf(struct http_req *req);
+/* A protobuf body (Content-Type application/vnd.kubernetes.protobuf, see
+ * kube/proto.h) is replaced by its JSON text, so the JSON paths read it;
+ * other bodies are left as they are.  A body that does not decode: a
+ * negative errno with err set (400, or 415 for a kind with no protobuf
+ * form). */
+int auth_body_from_protobuf(struct http_req *req, ah_err *err);
 
 /* Escalation prevention for create/update/patch of Roles, ClusterRoles,
  * RoleBindings and ClusterRoleBindings by a caller outside system:masters:

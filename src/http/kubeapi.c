@@ -910,9 +910,11 @@ static int parse_body(struct http_req *req, enum body_kind kind, json_t **ret, a
 	json_t *doc;
 
 	body_media_type(req, mt, sizeof(mt));
-	/* kubectl 1.32+ and client-go send built-in kinds as protobuf. */
+	/* kubectl 1.32+ and client-go send built-in kinds as protobuf: such a
+	 * body was turned into its JSON text by auth_body_from_protobuf()
+	 * before the request was dispatched. */
 	if (kind != BODY_PATCH && kind != BODY_APPLY && kube_proto_content_type(http_header(req, "Content-Type")))
-		return kube_proto_decode(req->body.buf, req->body.len, ret, err);
+		snprintf(mt, sizeof(mt), "application/json");
 	if (kind == BODY_OBJECT && mt[0] && strcmp(mt, "application/json") != 0 && strcmp(mt, "application/yaml") != 0)
 		return ah_err_set(err, EINVAL, 415, "UnsupportedMediaType",
 				  "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml");
@@ -2084,8 +2086,8 @@ enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *h
 
 		if (authorize(ka, req, &t, &id, &res) < 0)
 			return res;
-		if (auth_body_from_protobuf(req) < 0)
-			return reply_err(req, 400, "BadRequest", "the protobuf request body could not be decoded");
+		if (auth_body_from_protobuf(req, &err) < 0)
+			return kubeapi_reply_status(req, &err, NULL, NULL, NULL, NULL);
 		if (t.crd)
 			return handle_crd(ka, req, &t);
 		if (t.token)

@@ -15,10 +15,13 @@
 #include <time.h>
 
 #include "base/util.h"
+#include "kube/proto/authentication.pb-c.h"
+#include "kube/proto/authorization.pb-c.h"
 #include "kube/proto/coordination.pb-c.h"
 #include "kube/proto/core.pb-c.h"
 #include "kube/proto/events.pb-c.h"
 #include "kube/proto/meta.pb-c.h"
+#include "kube/proto/rbac.pb-c.h"
 #include "kube/proto/runtime.pb-c.h"
 
 static const char magic[4] = { 'k', '8', 's', 0 };
@@ -39,6 +42,18 @@ static const struct kind_entry kinds[] = {
 	{ "coordination.k8s.io/v1", "Lease", &k8s__io__api__coordination__v1__lease__descriptor },
 	{ "events.k8s.io/v1", "Event", &k8s__io__api__events__v1__event__descriptor },
 	{ NULL, "DeleteOptions", &k8s__io__apimachinery__pkg__apis__meta__v1__delete_options__descriptor },
+	{ "v1", "ServiceAccount", &k8s__io__api__core__v1__service_account__descriptor },
+	{ "rbac.authorization.k8s.io/v1", "Role", &k8s__io__api__rbac__v1__role__descriptor },
+	{ "rbac.authorization.k8s.io/v1", "ClusterRole", &k8s__io__api__rbac__v1__cluster_role__descriptor },
+	{ "rbac.authorization.k8s.io/v1", "RoleBinding", &k8s__io__api__rbac__v1__role_binding__descriptor },
+	{ "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", &k8s__io__api__rbac__v1__cluster_role_binding__descriptor },
+	{ "authentication.k8s.io/v1", "TokenRequest", &k8s__io__api__authentication__v1__token_request__descriptor },
+	/* v1, v1beta1 and v1alpha1 share the message's shape. */
+	{ NULL, "SelfSubjectReview", &k8s__io__api__authentication__v1__self_subject_review__descriptor },
+	{ "authorization.k8s.io/v1", "SelfSubjectAccessReview",
+	  &k8s__io__api__authorization__v1__self_subject_access_review__descriptor },
+	{ "authorization.k8s.io/v1", "SelfSubjectRulesReview",
+	  &k8s__io__api__authorization__v1__self_subject_rules_review__descriptor },
 };
 
 bool kube_proto_content_type(const char *ct)

@@ -1,6 +1,6 @@
-/* Tests for src/http/authpb.c: protobuf bodies of the RBAC and
- * authentication kinds (as kubectl 1.32+ sends them) decode to the JSON the
- * API paths read; other kinds are left alone and malformed bodies refused. */
+/* Tests for src/kube/proto.c with the RBAC and authentication kinds:
+ * protobuf bodies as kubectl 1.32+ sends them decode to the JSON the API
+ * paths read; unknown kinds and malformed bodies are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/authpb.h"
+#include "kube/proto.h"
 
 /* A tiny protobuf writer for the test's messages. */
 struct buf {
@@ -81,7 +81,9 @@ static void expect(const struct buf *body, const char *want_json)
 {
 	json_t *got = NULL, *want = J(want_json);
 
-	assert_int_equal(authpb_decode(body->b, body->n, &got), 0);
+	ah_err err = { 0 };
+
+	assert_int_equal(kube_proto_decode(body->b, body->n, &got, &err), 0);
 	if (!json_equal(got, want)) {
 		char *s = json_dumps(got, JSON_SORT_KEYS);
 
@@ -154,29 +156,32 @@ static void test_other_and_bad(void **state)
 {
 	struct buf raw = { .n = 0 }, body = { .n = 0 }, meta = { .n = 0 };
 	json_t *got = NULL;
+	ah_err err = { 0 };
 	size_t cut;
 
 	put_str(&meta, 1, "x");
 	put_msg(&raw, 1, &meta);
-	envelope(&body, "v1", "ConfigMap", &raw);
-	assert_int_equal(authpb_decode(body.b, body.n, &got), -ENOTSUP);
-	assert_int_equal(authpb_decode("{\"kind\":\"Role\"}", 15, &got), -EINVAL);
-	assert_int_equal(authpb_decode("k8s", 3, &got), -EINVAL);
+	envelope(&body, "v1", "Pod", &raw);
+	assert_true(kube_proto_decode(body.b, body.n, &got, &err) < 0);
+	assert_int_equal(err.status, 415);
+	assert_true(kube_proto_decode("{\"kind\":\"Role\"}", 15, &got, &err) < 0);
+	assert_int_equal(err.status, 400);
+	assert_true(kube_proto_decode("k8s", 3, &got, &err) < 0);
 	envelope(&body, "rbac.authorization.k8s.io/v1", "Role", &raw);
 	/* Every truncation of a valid body is refused or decodes; none crashes. */
 	for (cut = 4; cut < body.n; cut++) {
-		int r = authpb_decode(body.b, cut, &got);
+		int r = kube_proto_decode(body.b, cut, &got, &err);
 
 		if (r == 0)
 			json_decref(got);
 		else
-			assert_true(r == -EINVAL);
+			assert_int_equal(err.status, 400);
 		got = NULL;
 	}
 	/* A length past the end, a bad wire type, an endless varint. */
-	assert_int_equal(authpb_decode("k8s\0\x12\x7f\x01\x02", 8, &got), -EINVAL);
-	assert_int_equal(authpb_decode("k8s\0\x0f\x01", 6, &got), -EINVAL);
-	assert_int_equal(authpb_decode("k8s\0\x08\xff\xff", 7, &got), -EINVAL);
+	assert_true(kube_proto_decode("k8s\0\x12\x7f\x01\x02", 8, &got, &err) < 0);
+	assert_true(kube_proto_decode("k8s\0\x0f\x01", 6, &got, &err) < 0);
+	assert_true(kube_proto_decode("k8s\0\x08\xff\xff", 7, &got, &err) < 0);
 	assert_null(got);
 }
 
