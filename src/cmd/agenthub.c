@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "assisted/progress.h"
+#include "base/cli.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "controllers/hub.h"
 #include "http/creds.h"
 #include "http/kubeapi.h"
@@ -19,6 +21,7 @@
 #include "kube/api.h"
 #include "kube/registry.h"
 #include "store/store.h"
+#include "version.h"
 
 #define DEFAULT_MAX_BODY (3u * 1024 * 1024)
 
@@ -39,6 +42,8 @@ struct serve_opts {
 	int verbose;
 	const char *os_images;
 	const char *service_url;
+	const char *metrics_listen;
+	const char *log_format;
 	struct host_timeouts timeouts; /* environment, then --host-timeout / --host-disconnect-timeout */
 };
 
@@ -65,6 +70,21 @@ static enum MHD_Result handle(void *userdata, struct http_req *req)
 			  "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}",
 			  strlen("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
 				 "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}"));
+}
+
+static void usage_main(FILE *f)
+{
+	fprintf(f,
+		"usage: agenthub COMMAND [options]\n"
+		"\n"
+		"commands:\n"
+		"  serve      run the hub (the Kubernetes API on an embedded store); see agenthub serve --help\n"
+		"  version    print the version and the git revision this binary was built from\n"
+		"  help       this text\n"
+		"\n"
+		"options:\n"
+		"  --version  same as the version command\n"
+		"  -h, --help this text\n");
 }
 
 static void usage(FILE *f)
@@ -100,7 +120,13 @@ static void usage(FILE *f)
 		"                        HOST_LOG_COLLECTION_TIMEOUT, HOST_LOG_PENDING_TIMEOUT,\n"
 		"                        HOST_STAGE_<STAGE>_TIMEOUT (e.g. HOST_STAGE_INSTALLING_TIMEOUT),\n"
 		"                        ENABLE_SOFT_TIMEOUTS=true|false\n"
-		"  -v, --verbose         debug logging\n"
+		"  --metrics-listen HOST:PORT\n"
+		"                        also serve /metrics (Prometheus text format) over plain HTTP\n"
+		"                        there, without authentication, for scrapers; /metrics on the\n"
+		"                        API port needs the admin token\n"
+		"  --log-format text|json\n"
+		"                        log lines as text (default) or one JSON object per line\n"
+		"  -v, --verbose         debug logging, and one line per request\n"
 		"  -h, --help            this text\n");
 }
 
@@ -157,6 +183,31 @@ static int timeout_flag(const char *flag, const char *name, const char *value, s
 	return 0;
 }
 
+/* HOST:PORT, [V6]:PORT or :PORT with a port from 0 to 65535; the message
+ * names the flag and what is wrong. */
+static int check_listen(const char *flag, const char *listen)
+{
+	const char *colon = listen[0] == '[' ? strchr(listen, ']') : strrchr(listen, ':');
+	char *end;
+	long port;
+
+	if (colon && listen[0] == '[')
+		colon = colon[1] == ':' ? colon + 1 : NULL;
+	if (!colon) {
+		fprintf(stderr, "agenthub: %s %s: expected HOST:PORT (e.g. 127.0.0.1:6443, [::1]:6443 or :6443)\n",
+			flag, listen);
+		return -EINVAL;
+	}
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || port < 0 || port > 65535) {
+		fprintf(stderr, "agenthub: %s %s: invalid port %s (expected a number from 0 to 65535)\n",
+			flag, listen, colon + 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_serve(int argc, char **argv, struct serve_opts *o)
 {
 	static const struct option longopts[] = {
@@ -170,6 +221,8 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "service-url", required_argument, NULL, 'u' },
 		{ "host-disconnect-timeout", required_argument, NULL, 't' },
 		{ "host-timeout", required_argument, NULL, 'T' },
+		{ "metrics-listen", required_argument, NULL, 'm' },
+		{ "log-format", required_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -184,7 +237,8 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 	if (timeouts_from_environment(&o->timeouts) < 0)
 		return -EINVAL;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
 		char *end;
 
 		switch (c) {
@@ -233,15 +287,28 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 				return -EINVAL;
 			break;
 		}
+		case 'm': o->metrics_listen = optarg; break;
+		case 'f':
+			if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0) {
+				fprintf(stderr, "agenthub: --log-format: expected text or json, got %s\n", optarg);
+				return -EINVAL;
+			}
+			o->log_format = optarg;
+			break;
 		case 'v': o->verbose = 1; break;
 		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -EINVAL;
+		default:
+			cli_option_error(stderr, "agenthub serve", c, argv, longopts);
+			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "agenthub: unexpected argument: %s\n", argv[optind]);
+		fprintf(stderr, "agenthub serve: unexpected argument: %s (see agenthub serve --help)\n", argv[optind]);
 		return -EINVAL;
 	}
+	if (check_listen("--listen", o->listen) < 0 ||
+	    (o->metrics_listen && check_listen("--metrics-listen", o->metrics_listen) < 0))
+		return -EINVAL;
 	return 0;
 }
 
@@ -371,7 +438,25 @@ static int serve(int argc, char **argv)
 		log_error("%s", err.message);
 		goto out_ka;
 	}
-	snprintf(url, sizeof(url), "https://%s", addr);
+	{
+		const char *lc = o.listen[0] == '[' ? strchr(o.listen, ']') + 1 : strrchr(o.listen, ':');
+		bool any = o.listen[0] == ':' || strncmp(o.listen, "0.0.0.0:", 8) == 0 ||
+			   strncmp(o.listen, "[::]:", 5) == 0;
+		unsigned port = http_server_port(srv);
+
+		/* The real address: with port 0 the kernel chose the port. */
+		if (o.listen[0] == ':')
+			log_info("listening on 0.0.0.0:%u", port);
+		else
+			log_info("listening on %.*s:%u", (int)(lc - o.listen), o.listen, port);
+		if (any)
+			log_warn("--listen %s listens on every interface: any machine that reaches this one "
+				 "can connect (use 127.0.0.1:%u for this machine only)", o.listen, port);
+		if (strchr(host, ':'))
+			snprintf(url, sizeof(url), "https://[%s]:%u", host, port);
+		else
+			snprintf(url, sizeof(url), "https://%s:%u", host, port);
+	}
 	snprintf(kubeconfig, sizeof(kubeconfig), "%s/kubeconfig", o.data_dir);
 	r = creds_write_kubeconfig(kubeconfig, url, &creds, &err);
 	if (r < 0) {
@@ -417,15 +502,53 @@ out_creds:
 	return rc;
 }
 
+static int cmd_version(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("usage: agenthub version\n\nPrints the version and the git revision this binary was built from.\n");
+			return 0;
+		}
+		fprintf(stderr, "agenthub version: unexpected argument: %s (see agenthub version --help)\n", argv[i]);
+		return 2;
+	}
+	printf("agenthub %s (revision %s)\n", AGENTHUB_VERSION, AGENTHUB_REVISION);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc >= 2 && strcmp(argv[1], "serve") == 0)
+	static const char *const commands[] = { "serve", "version", "help", NULL };
+	const char *hint;
+
+	if (argc < 2) {
+		usage_main(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "serve") == 0)
 		return serve(argc - 1, argv + 1);
-	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
-			  strcmp(argv[1], "help") == 0)) {
-		usage(stdout);
+	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)
+		return cmd_version(argc - 1, argv + 1);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+		usage_main(stdout);
 		return 0;
 	}
-	usage(stderr);
+	if (argv[1][0] == '-') {
+		const char *names[] = { "help", "version", NULL };
+		const char *bare = argv[1] + strspn(argv[1], "-");
+
+		hint = cli_suggest(bare, names);
+		if (hint)
+			fprintf(stderr, "agenthub: unknown flag %s; did you mean --%s?\n", argv[1], hint);
+		else
+			fprintf(stderr, "agenthub: unknown flag %s (flags of serve go after it: agenthub serve %s)\n",
+				argv[1], argv[1]);
+		return 2;
+	}
+	hint = cli_suggest(argv[1], commands);
+	if (hint)
+		fprintf(stderr, "agenthub: unknown command %s; did you mean %s?\n", argv[1], hint);
+	else
+		fprintf(stderr, "agenthub: unknown command %s (commands: serve, version, help)\n", argv[1]);
 	return 2;
 }
