@@ -1,5 +1,6 @@
 /* agenthub.c - the hub daemon's command line: `agenthub serve` runs the
  * Kubernetes-compatible API on the embedded store. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -12,6 +13,7 @@
 
 #include "assisted/progress.h"
 #include "base/cli.h"
+#include "base/hubmetrics.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "controllers/hub.h"
@@ -52,14 +54,136 @@ extern char **environ;
 struct app {
 	struct kubeapi *ka;
 	struct hub *hub;
+	struct kube_api *api;
+	const struct creds *creds;
+	const char *data_dir;
+	struct http_server *srv; /* set once started (atomic: requests may come first) */
 };
 
-static enum MHD_Result handle(void *userdata, struct http_req *req)
-{
-	struct app *app = userdata;
-	bool handled = false;
-	enum MHD_Result r = hub_handle(app->hub, req, &handled);
+#define METRICS_MAX_BYTES (64u * 1024 * 1024)
 
+static const char UNAUTHORIZED[] =
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+	"\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}";
+
+struct host_count {
+	json_t *by_status; /* status -> count */
+};
+
+static int count_host(const store_obj *so, void *userdata)
+{
+	struct host_count *hc = userdata;
+	json_t *obj = json_loadb(so->json, so->len, 0, NULL);
+	const char *st = json_string_value(json_object_get(
+		json_object_get(json_object_get(obj, "status"), "debugInfo"), "state"));
+	json_t *n;
+
+	if (!st || !*st)
+		st = "unknown";
+	n = json_object_get(hc->by_status, st);
+	json_object_set_new(hc->by_status, st, json_integer(json_integer_value(n) + 1));
+	json_decref(obj);
+	return 0;
+}
+
+/* The gauges computed at scrape time, then every family as text. */
+static enum MHD_Result reply_metrics(struct app *app, struct http_req *req)
+{
+	const struct kube_kind *k = kube_registry_by_kind(kube_api_registry(app->api),
+							  "agent-install.openshift.io/v1beta1", "Agent");
+	struct http_server *srv = __atomic_load_n(&app->srv, __ATOMIC_ACQUIRE);
+	struct host_count hc = { json_object() };
+	strbuf sb = STRBUF_INIT;
+	const char *key;
+	json_t *v;
+	size_t len;
+	char *body;
+
+	if (srv)
+		hm_open_connections(http_server_connections(srv));
+	if (k && hc.by_status &&
+	    store_list(kube_api_store(app->api), k->store_key, NULL, NULL, NULL, count_host, &hc, NULL) == 0) {
+		hm_hosts_begin();
+		json_object_foreach(hc.by_status, key, v)
+			hm_hosts_status(key, (double)json_integer_value(v));
+	}
+	json_decref(hc.by_status);
+	hm_directory_usage(app->data_dir);
+	strbuf_init(&sb, METRICS_MAX_BYTES);
+	if (metrics_render(&sb) < 0) {
+		strbuf_release(&sb);
+		return http_reply(req, 500, "text/plain", "metrics too large\n", 18);
+	}
+	body = strbuf_detach(&sb, &len);
+	if (!body)
+		return MHD_NO;
+	return http_reply_owned(req, 200, METRICS_CONTENT_TYPE, body, len);
+}
+
+static void client_address(struct http_req *req, char *buf, size_t size)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	char ip[INET6_ADDRSTRLEN] = "-";
+
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+
+		inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
+		snprintf(buf, size, "%s:%u", ip, ntohs(s4->sin_port));
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
+		snprintf(buf, size, "[%s]:%u", ip, ntohs(s6->sin6_port));
+	} else {
+		snprintf(buf, size, "-");
+	}
+}
+
+static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	strbuf *q = cls;
+
+	if (q->len)
+		strbuf_addch(q, '&');
+	strbuf_adds(q, key);
+	if (value) {
+		strbuf_addch(q, '=');
+		strbuf_adds(q, value);
+	}
+	return MHD_YES;
+}
+
+/* One line per request with -v: the path and query with secrets redacted. */
+static void log_one_request(struct http_req *req, double seconds)
+{
+	strbuf q = STRBUF_INIT;
+	char path[1024], client[INET6_ADDRSTRLEN + 16];
+
+	if (!log_enabled(LOG_LVL_DEBUG))
+		return;
+	strbuf_init(&q, 4096);
+	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, add_query_arg, &q);
+	log_redact_path(req->path, q.buf, path, sizeof(path));
+	strbuf_release(&q);
+	client_address(req, client, sizeof(client));
+	log_request(req->method, path, req->status, seconds * 1000.0, client);
+}
+
+static enum MHD_Result route(struct app *app, struct http_req *req)
+{
+	bool handled = false;
+	enum MHD_Result r;
+
+	if (strcmp(req->path, "/metrics") == 0) {
+		const char *auth = http_header(req, "Authorization");
+
+		if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !creds_token_ok(app->creds, auth + 7))
+			return http_reply(req, 401, "application/json", UNAUTHORIZED, strlen(UNAUTHORIZED));
+		return reply_metrics(app, req);
+	}
+	r = hub_handle(app->hub, req, &handled);
 	if (handled)
 		return r;
 	r = kubeapi_handle(app->ka, req, &handled);
@@ -70,6 +194,38 @@ static enum MHD_Result handle(void *userdata, struct http_req *req)
 			  "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}",
 			  strlen("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
 				 "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}"));
+}
+
+static enum MHD_Result handle(void *userdata, struct http_req *req)
+{
+	double t0 = hm_now(), dt;
+	enum MHD_Result r;
+
+	hm_request_inflight(req->method, req->path, 1);
+	r = route(userdata, req);
+	if (!req->status) {
+		/* Replies queued with MHD_queue_response() directly. */
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+
+		req->status = ci ? ci->http_status : 0;
+	}
+	hm_request_inflight(req->method, req->path, -1);
+	dt = hm_now() - t0;
+	hm_request(req->method, req->path, req->status, dt, req->resp_bytes, req->resp_sized);
+	log_one_request(req, dt);
+	return r;
+}
+
+/* The plain-HTTP port of --metrics-listen: /metrics for scrapers, nothing
+ * else. */
+static enum MHD_Result handle_metrics_port(void *userdata, struct http_req *req)
+{
+	static const char nf[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+				 "\"message\":\"only /metrics is served on this port\",\"reason\":\"NotFound\",\"code\":404}";
+
+	if (strcmp(req->path, "/metrics") == 0 && (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0))
+		return reply_metrics(userdata, req);
+	return http_reply(req, 404, "application/json", nf, strlen(nf));
 }
 
 static void usage_main(FILE *f)
@@ -336,7 +492,7 @@ static int serve(int argc, char **argv)
 	struct creds creds = { 0 };
 	struct kube_registry *reg = NULL;
 	struct kube_api *api = NULL;
-	struct http_server *srv = NULL;
+	struct http_server *srv = NULL, *msrv = NULL;
 	struct kubeapi_opts kao = { 0 };
 	struct http_server_opts hso = { 0 };
 	struct app app = { 0 };
@@ -351,6 +507,8 @@ static int serve(int argc, char **argv)
 		return 2;
 	if (o.verbose)
 		log_set_level(LOG_LVL_DEBUG);
+	if (o.log_format && strcmp(o.log_format, "json") == 0)
+		log_set_format(LOG_FMT_JSON);
 	if (mkdir(o.data_dir, 0700) < 0 && errno != EEXIST) {
 		log_error("cannot create data directory %s: %s", o.data_dir, strerror(errno));
 		return 1;
@@ -433,10 +591,24 @@ static int serve(int argc, char **argv)
 	hso.cert_pem = creds.cert_pem;
 	hso.key_pem = creds.key_pem;
 	hso.max_body = o.max_body;
+	app.api = api;
+	app.creds = &creds;
+	app.data_dir = o.data_dir;
 	r = http_server_start(&hso, handle, &app, &srv, &err);
 	if (r < 0) {
 		log_error("%s", err.message);
 		goto out_ka;
+	}
+	__atomic_store_n(&app.srv, srv, __ATOMIC_RELEASE);
+	if (o.metrics_listen) {
+		struct http_server_opts mo = { .listen = o.metrics_listen, .max_body = 1024, .max_conns = 64 };
+
+		r = http_server_start(&mo, handle_metrics_port, &app, &msrv, &err);
+		if (r < 0) {
+			log_error("--metrics-listen: %s", err.message);
+			goto out_srv;
+		}
+		log_info("serving /metrics over plain HTTP on %s (port %u)", o.metrics_listen, http_server_port(msrv));
 	}
 	{
 		const char *lc = o.listen[0] == '[' ? strchr(o.listen, ']') + 1 : strrchr(o.listen, ':');
@@ -483,6 +655,7 @@ static int serve(int argc, char **argv)
 out_srv:
 	http_server_set_stopping();
 	store_wake_all(kube_api_store(api));
+	http_server_stop(msrv);
 	http_server_stop(srv);
 out_ka:
 	hub_free(app.hub);
@@ -499,6 +672,7 @@ out_creds:
 	creds_release(&creds);
 	if (rc == 0)
 		log_info("stopped cleanly");
+	metrics_reset();
 	return rc;
 }
 

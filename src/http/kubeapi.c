@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/hubmetrics.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "base/util.h"
@@ -968,12 +969,15 @@ struct watch_state {
 	int64_t deadline_ms;
 	strbuf pending;
 	size_t off;
+	bool counted;      /* in the open watch streams gauge */
 };
 
 static void watch_free(void *cls)
 {
 	struct watch_state *ws = cls;
 
+	if (ws->counted)
+		hm_watch(-1);
 	label_selector_free(ws->ls);
 	field_selector_free(ws->fs);
 	strbuf_release(&ws->pending);
@@ -1146,6 +1150,8 @@ static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, co
 		if (ws->rev < store_compacted_rev(kube_api_store(ka->api)))
 			watch_gone(ws);
 	}
+	ws->counted = true;
+	hm_watch(1);
 	return http_reply_stream(req, 200, "application/json", watch_read, ws, watch_free);
 }
 
