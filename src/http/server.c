@@ -157,11 +157,16 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
-	/* Clients that hang up mid-handshake are routine, not warnings. */
-	if (strstr(line, "TLS") || strstr(line, "closed") || strstr(line, "Socket"))
-		log_debug("http: %s", line);
-	else
-		log_warn("http: %s", line);
+	/* Clients that hang up (mid-handshake, mid-request, mid-stream) are
+	 * routine: not logged at all, even with -v. */
+	static const char *const routine[] = { "TLS", "handshake", "closed", "Socket", "terminated", "reset by peer",
+					       "Broken pipe", "pull function", "push function", "Failed to send",
+					       "Failed to receive", "timed out", "unexpected", NULL };
+
+	for (const char *const *p = routine; *p; p++)
+		if (strstr(line, *p))
+			return;
+	log_warn("http: %s", line);
 }
 
 static int parse_listen(const char *listen, struct sockaddr_storage *ss, ah_err *err)
