@@ -24,8 +24,14 @@ if [ "$unit_fail" -ne 0 ]; then
 	sed -n '/^==* .* ==*$/,$p' "$logdir/unit.log" | tail -80
 fi
 
-AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-	--junitxml="$logdir/e2e.xml" tests/e2e 2>&1 | tee "$logdir/e2e.log" | tail -60
+# Progress as the tests run (pytest's "....   [ 42%]" lines), then the end of
+# the log: the failures, if any, and the summary.  The whole output is in
+# $logdir/e2e.log.
+echo "end-to-end tests (about 8 minutes on an idle 2-core machine; log: $logdir/e2e.log)"
+AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -u -m pytest -q -p no:cacheprovider \
+	--junitxml="$logdir/e2e.xml" tests/e2e 2>&1 | tee "$logdir/e2e.log" |
+	grep --line-buffered -E '\[ *[0-9]+%\]$'
+grep -vE '\[ *[0-9]+%\]$' "$logdir/e2e.log" | tail -60
 e2e=$(/usr/bin/python3 - "$logdir/e2e.xml" <<'PY'
 import sys, xml.etree.ElementTree as ET
 try:
