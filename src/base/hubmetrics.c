@@ -310,7 +310,9 @@ static bool looks_like_id(const char *s, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		digits += s[i] >= '0' && s[i] <= '9';
-	return n >= 16 && digits > 0;
+	/* Ids and tokens: long, and nearly always with a digit; anything
+	 * past 32 bytes is treated as one whatever it holds. */
+	return (n >= 16 && digits > 0) || n > 32;
 }
 
 /* Append "/seg" to buf (bounded). */
@@ -367,7 +369,8 @@ void hm_route(const char *path, char *buf, size_t size)
 					     NULL };
 	static const struct { const char *after, *ph; } ids[] = {
 		{ "infra-envs", "{infra_env_id}" }, { "hosts", "{host_id}" }, { "clusters", "{cluster_id}" },
-		{ "images", "{image_id}" }, { "boot-artifacts", "{artifact}" },
+		{ "images", "{image_id}" }, { "boot-artifacts", "{artifact}" }, { "byapikey", "{token}" },
+		{ "bytoken", "{token}" }, { "byid", "{id}" },
 	};
 	size_t plen = strcspn(path, "?");
 	char prev[32] = "";

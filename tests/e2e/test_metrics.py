@@ -183,6 +183,7 @@ def test_sno_install_leaves_upstream_series(ihub, tmp_path, sims):
             for v in ls.values():
                 assert agent["metadata"]["name"] not in v, (name, ls)
                 assert ie["metadata"]["uid"] not in v, (name, ls)
+                assert "eyJ" not in v, (name, ls)  # no signed-URL token (a JWT)
 
     # The hub's own: hosts by status, the ISO download, controllers, store.
     assert value(s, "agenthub_hosts", status="installed") == 1
