@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -499,12 +500,27 @@ static int serve(int argc, char **argv)
 	char host[256], db[4096], kubeconfig[4096], url[512], addr[300];
 	const char *hosts[2];
 	struct sigaction sa;
+	sigset_t stop_signals, wait_mask;
 	ah_err err;
 	int r, rc = 1;
 
 	ah_err_clear(&err);
 	if (parse_serve(argc, argv, &o) < 0)
 		return 2;
+	/* SIGTERM and SIGINT stay blocked in every thread (they inherit the
+	 * mask) and are taken only by the main loop's sigsuspend(): one that
+	 * comes during start-up, even just as the API answers its first
+	 * readyz, then drains instead of killing, and none is lost between a
+	 * check and a wait. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop_signals, &wait_mask);
 	if (o.verbose)
 		log_set_level(LOG_LVL_DEBUG);
 	if (o.log_format && strcmp(o.log_format, "json") == 0)
@@ -635,11 +651,6 @@ static int serve(int argc, char **argv)
 		log_error("writing %s: %s", kubeconfig, err.message);
 		goto out_srv;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	log_info("agenthub serving the Kubernetes API on %s (store %s, revision %lld)", url, db,
 		 (long long)store_current_rev(kube_api_store(api)));
 	{
@@ -649,7 +660,7 @@ static int serve(int argc, char **argv)
 			 realpath(kubeconfig, abs) ? abs : kubeconfig);
 	}
 	while (!got_signal)
-		pause();
+		sigsuspend(&wait_mask);
 	log_info("signal %d: draining and stopping", (int)got_signal);
 	rc = 0;
 out_srv:
