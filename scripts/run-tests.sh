@@ -28,7 +28,7 @@ fi
 # failures, and how far the whole run is), each failing test as it fails;
 # then the end of the log (the failures' details and the summary).  The whole
 # output, one line per test, is in $logdir/e2e.log.
-echo "end-to-end tests (about 12 minutes on an idle 2-core machine; log: $logdir/e2e.log)"
+echo "end-to-end tests (about 10 minutes on an idle 2-core machine; log: $logdir/e2e.log)"
 AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -u -m pytest -v -p no:cacheprovider \
 	--junitxml="$logdir/e2e.xml" tests/e2e 2>&1 | tee "$logdir/e2e.log" | awk '
 	function flush() {
