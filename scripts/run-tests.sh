@@ -24,8 +24,33 @@ if [ "$unit_fail" -ne 0 ]; then
 	sed -n '/^==* .* ==*$/,$p' "$logdir/unit.log" | tail -80
 fi
 
-AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-	--junitxml="$logdir/e2e.xml" tests/e2e 2>&1 | tee "$logdir/e2e.log" | tail -60
+# Progress as the tests run: one line per test file (its passes and
+# failures, and how far the whole run is), each failing test as it fails;
+# then the end of the log (the failures' details and the summary).  The whole
+# output, one line per test, is in $logdir/e2e.log.
+echo "end-to-end tests (about 10 minutes on an idle 2-core machine; log: $logdir/e2e.log)"
+AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -u -m pytest -v -p no:cacheprovider \
+	--junitxml="$logdir/e2e.xml" tests/e2e 2>&1 | tee "$logdir/e2e.log" | awk '
+	function flush() {
+		if (file != "")
+			printf "  %-32s %3d passed, %d failed, %d skipped  %s\n", file, pass, fail, skip, pct
+		fflush()
+	}
+	/^tests\/e2e\/[^ ]*::.* (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)/ {
+		split($1, a, "::")
+		sub(/^tests\/e2e\//, "", a[1])
+		if (a[1] != file) { flush(); file = a[1]; pass = fail = skip = 0 }
+		if (match($0, /\[ *[0-9]+%\]$/)) pct = substr($0, RSTART)
+		if ($0 ~ / PASSED/ || $0 ~ / XFAIL/) pass++
+		else if ($0 ~ / SKIPPED/) skip++
+		else { fail++; print "    FAILED " $1; fflush() }
+	}
+	END { flush() }'
+if grep -qE '^=+ (FAILURES|ERRORS) =+$' "$logdir/e2e.log"; then
+	sed -n -E '/^=+ (FAILURES|ERRORS) =+$/,$p' "$logdir/e2e.log" | tail -80
+else
+	tail -1 "$logdir/e2e.log"
+fi
 e2e=$(/usr/bin/python3 - "$logdir/e2e.xml" <<'PY'
 import sys, xml.etree.ElementTree as ET
 try:

@@ -919,6 +919,21 @@ static size_t to_file(char *data, size_t size, size_t n, void *arg)
 	return fwrite(data, size, n, arg) * size;
 }
 
+/* What to do about a TLS failure: the hub's certificate is signed by its own
+ * CA, which the system does not trust. */
+static const char *tls_hint(CURLcode cc, const struct simulate_opts *o)
+{
+	if (cc == CURLE_PEER_FAILED_VERIFICATION && !o->cacert)
+		return " (the hub's certificate is signed by its own CA: use --cacert DIR/ca.crt, "
+		       "DIR being the hub's --data-dir)";
+	if (cc == CURLE_PEER_FAILED_VERIFICATION)
+		return " (the --cacert file is not the CA that signed the hub's certificate: use --cacert "
+		       "DIR/ca.crt, DIR being the hub's --data-dir)";
+	if (cc == CURLE_SSL_CACERT_BADFILE)
+		return " (cannot read the --cacert file: use --cacert DIR/ca.crt, DIR being the hub's --data-dir)";
+	return "";
+}
+
 int simulate_load_config(const struct simulate_opts *o, const char *source, struct fakehost_config *ret,
 			 ah_err *err)
 {
@@ -970,8 +985,8 @@ int simulate_load_config(const struct simulate_opts *o, const char *source, stru
 		curl_easy_cleanup(c);
 		if (cc != CURLE_OK || fflush(f) != 0) {
 			fclose(f);
-			return ah_err_set(err, EIO, 0, "", "download %s: %s", source,
-					  cerr[0] ? cerr : curl_easy_strerror(cc));
+			return ah_err_set(err, EIO, 0, "", "download %s: %s%s", source,
+					  cerr[0] ? cerr : curl_easy_strerror(cc), tls_hint(cc, o));
 		}
 		r = iso_extract_ignition(fileno(f), &ign, &len, err);
 		fclose(f);

@@ -8,13 +8,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "agent/inventory.h"
 #include "agent/simulate.h"
+#include "assisted/progress.h"
+#include "base/cli.h"
+#include "version.h"
 
 static void usage(FILE *f)
 {
-	fputs("usage: agenthub-agent inventory [--root DIR]\n"
+	fputs("usage: agenthub-agent --version\n"
+	      "       agenthub-agent inventory [--root DIR]\n"
 	      "       agenthub-agent host-id [--root DIR]\n"
 	      "       agenthub-agent simulate (--iso URL... | --iso-list FILE | --ignition FILE...) --hosts N\n"
 	      "           [--cpus C] [--memory-gib M] [--disk-gib D] [--subnet CIDR] [--stage-seconds S]\n"
@@ -30,7 +37,11 @@ static void usage(FILE *f)
 	      "A host told to exit in unbinding-pending-user-action stops; --reboot-after plays the\n"
 	      "person (or BMC) who reboots it into the discovery image SECONDS later (same host id\n"
 	      "and hardware, a fresh boot), and also reboots installed hosts once they show that\n"
-	      "state (looked at every 10 s).\n",
+	      "state (looked at every 10 s).\n"
+	      "--seed S makes the host ids and hardware repeatable (the same S, the same hosts);\n"
+	      "without it every run gets fresh host ids.  --fail-at-stage takes an upstream\n"
+	      "stage name, e.g. \"Writing image to disk\".  --cacert is the hub's CA\n"
+	      "(DIR/ca.crt, DIR being the hub's --data-dir).\n",
 	      f);
 }
 
@@ -60,13 +71,22 @@ static int cmd_inventory(int argc, char **argv, bool host_id)
 	json_t *inv;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "r:h", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":r:h", longopts, NULL)) != -1) {
 		if (c == 'r') {
 			root = optarg;
+		} else if (c == 'h') {
+			usage(stdout);
+			return 0;
 		} else {
-			usage(c == 'h' ? stdout : stderr);
-			return c == 'h' ? 0 : 2;
+			cli_option_error(stderr, host_id ? "agenthub-agent host-id" : "agenthub-agent inventory",
+					 c, argv, longopts);
+			return 2;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "agenthub-agent: unexpected argument: %s (see --help)\n", argv[optind]);
+		return 2;
 	}
 	if (host_id) {
 		char id[37];
@@ -171,9 +191,11 @@ static int cmd_simulate(int argc, char **argv)
 	char **isos = NULL, **igns = NULL;
 	unsigned nisos = 0, nigns = 0;
 	int c, rc = 2;
+	bool seeded = false;
 
 	simulate_opts_default(&o);
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		const char *name = c >= O_ISO && c <= O_REBOOT ? longopts[c - O_ISO].name : "";
 		switch (c) {
 		case O_ISO:
@@ -197,6 +219,7 @@ static int cmd_simulate(int argc, char **argv)
 			if (parse_uint(name, optarg, UINT64_MAX, &v) < 0)
 				goto out;
 			o.seed = v;
+			seeded = true;
 			break;
 		case O_HOSTS: case O_CPUS: case O_MEM: case O_DISK: case O_STAGE: case O_INFLIGHT: case O_DURATION:
 		case O_MAXPOLL: case O_RAMP: case O_STATUS:
@@ -223,9 +246,30 @@ static int cmd_simulate(int argc, char **argv)
 			rc = 0;
 			goto out;
 		default:
-			usage(stderr);
+			cli_option_error(stderr, "agenthub-agent simulate", c, argv, longopts);
 			goto out;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "agenthub-agent simulate: unexpected argument: %s (see --help)\n", argv[optind]);
+		goto out;
+	}
+	if (o.fail_at_stage && host_stage_id(o.fail_at_stage) < 0) {
+		fprintf(stderr, "agenthub-agent simulate: --fail-at-stage: unknown stage \"%s\"; the upstream stages are:",
+			o.fail_at_stage);
+		for (int i = 0; i < HOST_STAGE_COUNT; i++)
+			fprintf(stderr, "%s \"%s\"", i ? "," : "", host_stage_name(i));
+		fputc('\n', stderr);
+		goto out;
+	}
+	/* Fresh host ids on every run unless the seed is given: two runs
+	 * against one hub would otherwise register the same hosts. */
+	if (!seeded) {
+		uint64_t r = 0;
+
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			r = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+		o.seed = r % 1000000000000ull + 2; /* keeps hostnames short; 1 is --seed's old default */
 	}
 	if (nisos && nigns) {
 		fprintf(stderr, "agenthub-agent simulate: --iso/--iso-list and --ignition exclude each other\n");
@@ -260,8 +304,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("agenthub-agent %s (revision %s)\n", AGENTHUB_VERSION, AGENTHUB_REVISION);
 		return 0;
 	}
 	if (!strcmp(argv[1], "inventory"))
@@ -270,7 +318,17 @@ int main(int argc, char **argv)
 		return cmd_inventory(argc - 1, argv + 1, true);
 	if (!strcmp(argv[1], "simulate"))
 		return cmd_simulate(argc - 1, argv + 1);
-	fprintf(stderr, "agenthub-agent: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	{
+		static const char *const commands[] = { "inventory", "host-id", "simulate", "version", "help", NULL };
+		const char *hint = cli_suggest(argv[1] + strspn(argv[1], "-"), commands);
+
+		if (hint)
+			fprintf(stderr, "agenthub-agent: unknown %s %s; did you mean %s%s?\n",
+				argv[1][0] == '-' ? "flag" : "command", argv[1],
+				argv[1][0] == '-' && !strcmp(hint, "version") ? "--" : "", hint);
+		else
+			fprintf(stderr, "agenthub-agent: unknown %s %s (commands: inventory, host-id, simulate, version)\n",
+				argv[1][0] == '-' ? "flag" : "command", argv[1]);
+	}
 	return 2;
 }

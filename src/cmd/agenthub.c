@@ -1,10 +1,12 @@
 /* agenthub.c - the hub daemon's command line: `agenthub serve` runs the
  * Kubernetes-compatible API on the embedded store. */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +15,10 @@
 #include <unistd.h>
 
 #include "assisted/progress.h"
+#include "base/cli.h"
+#include "base/hubmetrics.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "controllers/hub.h"
 #include "http/creds.h"
 #include "http/kubeapi.h"
@@ -21,6 +26,7 @@
 #include "kube/api.h"
 #include "kube/registry.h"
 #include "store/store.h"
+#include "version.h"
 
 #define DEFAULT_MAX_BODY (3u * 1024 * 1024)
 
@@ -115,6 +121,8 @@ struct serve_opts {
 	int verbose;
 	const char *os_images;
 	const char *service_url;
+	const char *metrics_listen;
+	const char *log_format;
 	struct host_timeouts timeouts; /* environment, then --host-timeout / --host-disconnect-timeout */
 };
 
@@ -123,14 +131,136 @@ extern char **environ;
 struct app {
 	struct kubeapi *ka;
 	struct hub *hub;
+	struct kube_api *api;
+	const struct creds *creds;
+	const char *data_dir;
+	struct http_server *srv; /* set once started (atomic: requests may come first) */
 };
 
-static enum MHD_Result handle(void *userdata, struct http_req *req)
-{
-	struct app *app = userdata;
-	bool handled = false;
-	enum MHD_Result r = hub_handle(app->hub, req, &handled);
+#define METRICS_MAX_BYTES (64u * 1024 * 1024)
 
+static const char UNAUTHORIZED[] =
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+	"\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}";
+
+struct host_count {
+	json_t *by_status; /* status -> count */
+};
+
+static int count_host(const store_obj *so, void *userdata)
+{
+	struct host_count *hc = userdata;
+	json_t *obj = json_loadb(so->json, so->len, 0, NULL);
+	const char *st = json_string_value(json_object_get(
+		json_object_get(json_object_get(obj, "status"), "debugInfo"), "state"));
+	json_t *n;
+
+	if (!st || !*st)
+		st = "unknown";
+	n = json_object_get(hc->by_status, st);
+	json_object_set_new(hc->by_status, st, json_integer(json_integer_value(n) + 1));
+	json_decref(obj);
+	return 0;
+}
+
+/* The gauges computed at scrape time, then every family as text. */
+static enum MHD_Result reply_metrics(struct app *app, struct http_req *req)
+{
+	const struct kube_kind *k = kube_registry_by_kind(kube_api_registry(app->api),
+							  "agent-install.openshift.io/v1beta1", "Agent");
+	struct http_server *srv = __atomic_load_n(&app->srv, __ATOMIC_ACQUIRE);
+	struct host_count hc = { json_object() };
+	strbuf sb = STRBUF_INIT;
+	const char *key;
+	json_t *v;
+	size_t len;
+	char *body;
+
+	if (srv)
+		hm_open_connections(http_server_connections(srv));
+	if (k && hc.by_status &&
+	    store_list(kube_api_store(app->api), k->store_key, NULL, NULL, NULL, count_host, &hc, NULL) == 0) {
+		hm_hosts_begin();
+		json_object_foreach(hc.by_status, key, v)
+			hm_hosts_status(key, (double)json_integer_value(v));
+	}
+	json_decref(hc.by_status);
+	hm_directory_usage(app->data_dir);
+	strbuf_init(&sb, METRICS_MAX_BYTES);
+	if (metrics_render(&sb) < 0) {
+		strbuf_release(&sb);
+		return http_reply(req, 500, "text/plain", "metrics too large\n", 18);
+	}
+	body = strbuf_detach(&sb, &len);
+	if (!body)
+		return MHD_NO;
+	return http_reply_owned(req, 200, METRICS_CONTENT_TYPE, body, len);
+}
+
+static void client_address(struct http_req *req, char *buf, size_t size)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	char ip[INET6_ADDRSTRLEN] = "-";
+
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+
+		inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
+		snprintf(buf, size, "%s:%u", ip, ntohs(s4->sin_port));
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
+		snprintf(buf, size, "[%s]:%u", ip, ntohs(s6->sin6_port));
+	} else {
+		snprintf(buf, size, "-");
+	}
+}
+
+static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	strbuf *q = cls;
+
+	if (q->len)
+		strbuf_addch(q, '&');
+	strbuf_adds(q, key);
+	if (value) {
+		strbuf_addch(q, '=');
+		strbuf_adds(q, value);
+	}
+	return MHD_YES;
+}
+
+/* One line per request with -v: the path and query with secrets redacted. */
+static void log_one_request(struct http_req *req, double seconds)
+{
+	strbuf q = STRBUF_INIT;
+	char path[1024], client[INET6_ADDRSTRLEN + 16];
+
+	if (!log_enabled(LOG_LVL_DEBUG))
+		return;
+	strbuf_init(&q, 4096);
+	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, add_query_arg, &q);
+	log_redact_path(req->path, q.buf, path, sizeof(path));
+	strbuf_release(&q);
+	client_address(req, client, sizeof(client));
+	log_request(req->method, path, req->status, seconds * 1000.0, client);
+}
+
+static enum MHD_Result route(struct app *app, struct http_req *req)
+{
+	bool handled = false;
+	enum MHD_Result r;
+
+	if (strcmp(req->path, "/metrics") == 0) {
+		const char *auth = http_header(req, "Authorization");
+
+		if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !creds_token_ok(app->creds, auth + 7))
+			return http_reply(req, 401, "application/json", UNAUTHORIZED, strlen(UNAUTHORIZED));
+		return reply_metrics(app, req);
+	}
+	r = hub_handle(app->hub, req, &handled);
 	if (handled)
 		return r;
 	r = kubeapi_handle(app->ka, req, &handled);
@@ -141,6 +271,53 @@ static enum MHD_Result handle(void *userdata, struct http_req *req)
 			  "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}",
 			  strlen("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
 				 "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}"));
+}
+
+static enum MHD_Result handle(void *userdata, struct http_req *req)
+{
+	double t0 = hm_now(), dt;
+	enum MHD_Result r;
+
+	hm_request_inflight(req->method, req->path, 1);
+	r = route(userdata, req);
+	if (!req->status) {
+		/* Replies queued with MHD_queue_response() directly. */
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+
+		req->status = ci ? ci->http_status : 0;
+	}
+	hm_request_inflight(req->method, req->path, -1);
+	dt = hm_now() - t0;
+	hm_request(req->method, req->path, req->status, dt, req->resp_bytes, req->resp_sized);
+	log_one_request(req, dt);
+	return r;
+}
+
+/* The plain-HTTP port of --metrics-listen: /metrics for scrapers, nothing
+ * else. */
+static enum MHD_Result handle_metrics_port(void *userdata, struct http_req *req)
+{
+	static const char nf[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+				 "\"message\":\"only /metrics is served on this port\",\"reason\":\"NotFound\",\"code\":404}";
+
+	if (strcmp(req->path, "/metrics") == 0 && (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0))
+		return reply_metrics(userdata, req);
+	return http_reply(req, 404, "application/json", nf, strlen(nf));
+}
+
+static void usage_main(FILE *f)
+{
+	fprintf(f,
+		"usage: agenthub COMMAND [options]\n"
+		"\n"
+		"commands:\n"
+		"  serve      run the hub (the Kubernetes API on an embedded store); see agenthub serve --help\n"
+		"  version    print the version and the git revision this binary was built from\n"
+		"  help       this text\n"
+		"\n"
+		"options:\n"
+		"  --version  same as the version command\n"
+		"  -h, --help this text\n");
 }
 
 static void usage(FILE *f)
@@ -176,7 +353,13 @@ static void usage(FILE *f)
 		"                        HOST_LOG_COLLECTION_TIMEOUT, HOST_LOG_PENDING_TIMEOUT,\n"
 		"                        HOST_STAGE_<STAGE>_TIMEOUT (e.g. HOST_STAGE_INSTALLING_TIMEOUT),\n"
 		"                        ENABLE_SOFT_TIMEOUTS=true|false\n"
-		"  -v, --verbose         debug logging\n"
+		"  --metrics-listen HOST:PORT\n"
+		"                        also serve /metrics (Prometheus text format) over plain HTTP\n"
+		"                        there, without authentication, for scrapers; /metrics on the\n"
+		"                        API port needs the admin token\n"
+		"  --log-format text|json\n"
+		"                        log lines as text (default) or one JSON object per line\n"
+		"  -v, --verbose         debug logging, and one line per request\n"
 		"  -h, --help            this text\n");
 }
 
@@ -233,6 +416,31 @@ static int timeout_flag(const char *flag, const char *name, const char *value, s
 	return 0;
 }
 
+/* HOST:PORT, [V6]:PORT or :PORT with a port from 0 to 65535; the message
+ * names the flag and what is wrong. */
+static int check_listen(const char *flag, const char *listen)
+{
+	const char *colon = listen[0] == '[' ? strchr(listen, ']') : strrchr(listen, ':');
+	char *end;
+	long port;
+
+	if (colon && listen[0] == '[')
+		colon = colon[1] == ':' ? colon + 1 : NULL;
+	if (!colon) {
+		fprintf(stderr, "agenthub: %s %s: expected HOST:PORT (e.g. 127.0.0.1:6443, [::1]:6443 or :6443)\n",
+			flag, listen);
+		return -EINVAL;
+	}
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || port < 0 || port > 65535) {
+		fprintf(stderr, "agenthub: %s %s: invalid port %s (expected a number from 0 to 65535)\n",
+			flag, listen, colon + 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_serve(int argc, char **argv, struct serve_opts *o)
 {
 	static const struct option longopts[] = {
@@ -246,6 +454,8 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "service-url", required_argument, NULL, 'u' },
 		{ "host-disconnect-timeout", required_argument, NULL, 't' },
 		{ "host-timeout", required_argument, NULL, 'T' },
+		{ "metrics-listen", required_argument, NULL, 'm' },
+		{ "log-format", required_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -260,7 +470,8 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 	if (timeouts_from_environment(&o->timeouts) < 0)
 		return -EINVAL;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
 		char *end;
 
 		switch (c) {
@@ -309,15 +520,28 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 				return -EINVAL;
 			break;
 		}
+		case 'm': o->metrics_listen = optarg; break;
+		case 'f':
+			if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0) {
+				fprintf(stderr, "agenthub: --log-format: expected text or json, got %s\n", optarg);
+				return -EINVAL;
+			}
+			o->log_format = optarg;
+			break;
 		case 'v': o->verbose = 1; break;
 		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -EINVAL;
+		default:
+			cli_option_error(stderr, "agenthub serve", c, argv, longopts);
+			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "agenthub: unexpected argument: %s\n", argv[optind]);
+		fprintf(stderr, "agenthub serve: unexpected argument: %s (see agenthub serve --help)\n", argv[optind]);
 		return -EINVAL;
 	}
+	if (check_listen("--listen", o->listen) < 0 ||
+	    (o->metrics_listen && check_listen("--metrics-listen", o->metrics_listen) < 0))
+		return -EINVAL;
 	return 0;
 }
 
@@ -345,21 +569,38 @@ static int serve(int argc, char **argv)
 	struct creds creds = { 0 };
 	struct kube_registry *reg = NULL;
 	struct kube_api *api = NULL;
-	struct http_server *srv = NULL;
+	struct http_server *srv = NULL, *msrv = NULL;
 	struct kubeapi_opts kao = { 0 };
 	struct http_server_opts hso = { 0 };
 	struct app app = { 0 };
 	char host[256], db[4096], kubeconfig[4096], url[512], addr[300];
 	const char *hosts[2];
 	struct sigaction sa;
+	sigset_t stop_signals, wait_mask;
 	ah_err err;
 	int r, rc = 1;
 
 	ah_err_clear(&err);
 	if (parse_serve(argc, argv, &o) < 0)
 		return 2;
+	/* SIGTERM and SIGINT stay blocked in every thread (they inherit the
+	 * mask) and are taken only by the main loop's sigsuspend(): one that
+	 * comes during start-up, even just as the API answers its first
+	 * readyz, then drains instead of killing, and none is lost between a
+	 * check and a wait. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop_signals, &wait_mask);
 	if (o.verbose)
 		log_set_level(LOG_LVL_DEBUG);
+	if (o.log_format && strcmp(o.log_format, "json") == 0)
+		log_set_format(LOG_FMT_JSON);
 	/* Every file the hub creates (store, WAL, keys, kubeconfig) is the
 	 * owner's only. */
 	umask(077);
@@ -457,23 +698,50 @@ static int serve(int argc, char **argv)
 	hso.cert_pem = creds.cert_pem;
 	hso.key_pem = creds.key_pem;
 	hso.max_body = o.max_body;
+	app.api = api;
+	app.creds = &creds;
+	app.data_dir = o.data_dir;
 	r = http_server_start(&hso, handle, &app, &srv, &err);
 	if (r < 0) {
 		log_error("%s", err.message);
 		goto out_ka;
 	}
-	snprintf(url, sizeof(url), "https://%s", addr);
+	__atomic_store_n(&app.srv, srv, __ATOMIC_RELEASE);
+	if (o.metrics_listen) {
+		struct http_server_opts mo = { .listen = o.metrics_listen, .max_body = 1024, .max_conns = 64 };
+
+		r = http_server_start(&mo, handle_metrics_port, &app, &msrv, &err);
+		if (r < 0) {
+			log_error("--metrics-listen: %s", err.message);
+			goto out_srv;
+		}
+		log_info("serving /metrics over plain HTTP on %s (port %u)", o.metrics_listen, http_server_port(msrv));
+	}
+	{
+		const char *lc = o.listen[0] == '[' ? strchr(o.listen, ']') + 1 : strrchr(o.listen, ':');
+		bool any = o.listen[0] == ':' || strncmp(o.listen, "0.0.0.0:", 8) == 0 ||
+			   strncmp(o.listen, "[::]:", 5) == 0;
+		unsigned port = http_server_port(srv);
+
+		/* The real address: with port 0 the kernel chose the port. */
+		if (o.listen[0] == ':')
+			log_info("listening on 0.0.0.0:%u", port);
+		else
+			log_info("listening on %.*s:%u", (int)(lc - o.listen), o.listen, port);
+		if (any)
+			log_warn("--listen %s listens on every interface: any machine that reaches this one "
+				 "can connect (use 127.0.0.1:%u for this machine only)", o.listen, port);
+		if (strchr(host, ':'))
+			snprintf(url, sizeof(url), "https://[%s]:%u", host, port);
+		else
+			snprintf(url, sizeof(url), "https://%s:%u", host, port);
+	}
 	snprintf(kubeconfig, sizeof(kubeconfig), "%s/kubeconfig", o.data_dir);
 	r = creds_write_kubeconfig(kubeconfig, url, &creds, &err);
 	if (r < 0) {
 		log_error("writing %s: %s", kubeconfig, err.message);
 		goto out_srv;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	log_info("agenthub serving the Kubernetes API on %s (store %s, revision %lld)", url, db,
 		 (long long)store_current_rev(kube_api_store(api)));
 	{
@@ -483,12 +751,13 @@ static int serve(int argc, char **argv)
 			 realpath(kubeconfig, abs) ? abs : kubeconfig);
 	}
 	while (!got_signal)
-		pause();
+		sigsuspend(&wait_mask);
 	log_info("signal %d: draining and stopping", (int)got_signal);
 	rc = 0;
 out_srv:
 	http_server_set_stopping();
 	store_wake_all(kube_api_store(api));
+	http_server_stop(msrv);
 	http_server_stop(srv);
 out_ka:
 	hub_free(app.hub);
@@ -505,18 +774,57 @@ out_creds:
 	creds_release(&creds);
 	if (rc == 0)
 		log_info("stopped cleanly");
+	metrics_reset();
 	return rc;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("usage: agenthub version\n\nPrints the version and the git revision this binary was built from.\n");
+			return 0;
+		}
+		fprintf(stderr, "agenthub version: unexpected argument: %s (see agenthub version --help)\n", argv[i]);
+		return 2;
+	}
+	printf("agenthub %s (revision %s)\n", AGENTHUB_VERSION, AGENTHUB_REVISION);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc >= 2 && strcmp(argv[1], "serve") == 0)
+	static const char *const commands[] = { "serve", "version", "help", NULL };
+	const char *hint;
+
+	if (argc < 2) {
+		usage_main(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "serve") == 0)
 		return serve(argc - 1, argv + 1);
-	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
-			  strcmp(argv[1], "help") == 0)) {
-		usage(stdout);
+	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)
+		return cmd_version(argc - 1, argv + 1);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+		usage_main(stdout);
 		return 0;
 	}
-	usage(stderr);
+	if (argv[1][0] == '-') {
+		const char *names[] = { "help", "version", NULL };
+		const char *bare = argv[1] + strspn(argv[1], "-");
+
+		hint = cli_suggest(bare, names);
+		if (hint)
+			fprintf(stderr, "agenthub: unknown flag %s; did you mean --%s?\n", argv[1], hint);
+		else
+			fprintf(stderr, "agenthub: unknown flag %s (flags of serve go after it: agenthub serve %s)\n",
+				argv[1], argv[1]);
+		return 2;
+	}
+	hint = cli_suggest(argv[1], commands);
+	if (hint)
+		fprintf(stderr, "agenthub: unknown command %s; did you mean %s?\n", argv[1], hint);
+	else
+		fprintf(stderr, "agenthub: unknown command %s (commands: serve, version, help)\n", argv[1]);
 	return 2;
 }

@@ -28,6 +28,7 @@
 #include "assisted/progress.h"
 #include "assisted/steps.h"
 #include "assisted/validations.h"
+#include "base/hubmetrics.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "http/query.h"
@@ -849,8 +850,11 @@ static void refresh_host(struct hub *h, json_t *host, const struct host_cluster 
 	ctx.disconnect_timeout_s = h->cfg.host_disconnect_timeout_s;
 	ctx.cluster = hc ? hc->cluster : NULL;
 	ctx.cluster_hosts = hc ? hc->hosts : NULL;
-	if (host_refresh(host, &ctx, &res) == 0)
+	if (host_refresh(host, &ctx, &res) == 0) {
+		if (res.validations_changed)
+			am_validations_changed(true, json_object_get(host, "validations_info"), res.validations_info);
 		host_refresh_apply(host, &res, ctx.now);
+	}
 	host_refresh_result_release(&res);
 }
 
@@ -1598,7 +1602,7 @@ static bool step_type_known(const char *t)
 
 static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
 {
-	json_t *agent = NULL, *host = NULL, *body = NULL;
+	json_t *agent = NULL, *host = NULL, *body = NULL, *old_images;
 	struct host_cluster hc;
 	enum MHD_Result res;
 	ah_err err;
@@ -1617,7 +1621,11 @@ static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const 
 		return hub_reply_error(req, 404, "host %s not found", host_id);
 	}
 	host_cluster_load(h, agent, host, &hc);
+	old_images = json_incref(json_object_get(host, "images_status"));
 	r = host_apply_step_reply_cluster(host, body, hc.cluster, &err);
+	if (r == 0)
+		am_step_reply(body, old_images);
+	json_decref(old_images);
 	/* A day-2 host's view of the spoke API (ignition-downloadable). */
 	if (r == 0 && jstr(body, "step_type") && strcmp(jstr(body, "step_type"), "api-vip-connectivity-check") == 0 &&
 	    json_integer_value(json_object_get(body, "exit_code")) == 0 && jstr(body, "output")) {
@@ -1681,7 +1689,7 @@ static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const 
  * it is applied again to the Agent as it is now. */
 static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
 {
-	json_t *agent = NULL, *host = NULL, *body = NULL;
+	json_t *agent = NULL, *host = NULL, *body = NULL, *prev = NULL;
 	struct host_cluster hc = { 0 };
 	bool changed = false;
 	enum MHD_Result res;
@@ -1701,6 +1709,8 @@ static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const js
 			return hub_reply_error(req, 404, "host %s not found", host_id);
 		}
 		host_cluster_load(h, agent, host, &hc);
+		json_decref(prev);
+		prev = json_incref(json_object_get(host, "progress"));
 		r = host_progress_changed(host, body, hc.cluster, time(NULL), &changed, &err);
 		if (r == 0)
 			r = host_pass_in(h, agent, host, false, &hc) == -ESTALE ? -ESTALE : 0;
@@ -1720,10 +1730,12 @@ static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const js
 			hub_event(h, &ref, HUB_EV_INFO, "host_install_progress_updated",
 				  "Host: %s, reached installation stage %s", hn ? hn : host_id,
 				  jstr(json_object_get(host, "progress"), "current_stage"));
+			am_host_stage_changed(prev, host, time(NULL));
 		}
 		res = http_reply_json(req, 200, host);
 	}
 	host_cluster_release(&hc);
+	json_decref(prev);
 	json_decref(body);
 	json_decref(host);
 	json_decref(agent);

@@ -31,6 +31,7 @@
 #include "assisted/cluster.h"
 #include "assisted/host.h"
 #include "assisted/installconfig.h"
+#include "base/hubmetrics.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -898,6 +899,8 @@ static int load_cluster(struct hub *h, struct cluster_ctx *c)
 		 * monitoring it from its last good shape. */
 		c->cluster = json_deep_copy(prev);
 	} else if (c->cluster) {
+		if (!prev)
+			am_cluster_registered();
 		cluster_model_carry_state(c->cluster, prev);
 	}
 	json_decref(prev);
@@ -1152,8 +1155,12 @@ static void refresh_hosts(struct cluster_ctx *c, int64_t now, int disconnect_tim
 						.cluster = c->cluster, .cluster_hosts = c->hosts };
 		struct host_refresh_result res = { 0 };
 
-		if (host_refresh(host, &ctx, &res) == 0 && res.rule_matched && res.changed)
+		if (host_refresh(host, &ctx, &res) == 0 && res.rule_matched && res.changed) {
+			if (res.validations_changed)
+				am_validations_changed(true, json_object_get(host, "validations_info"),
+						       res.validations_info);
 			host_refresh_apply(host, &res, now);
+		}
 		host_refresh_result_release(&res);
 	}
 }
@@ -1471,6 +1478,8 @@ static void cluster_status_event(struct hub *h, struct cluster_ctx *c, const cha
 	hub_event_ref_object(c->aci, &ref);
 	ref.cluster_id = meta_str(c->aci, "uid");
 	hub_event_cluster_status(h, &ref, src, jstr(c->cluster, "status"), jstr(c->cluster, "status_info"));
+	am_cluster_status(src, jstr(c->cluster, "status"),
+			  json_integer_value(json_object_get(c->cluster, "install_started_at")), time(NULL));
 }
 
 /* --- deletion ------------------------------------------------------------------ */
@@ -1488,6 +1497,7 @@ static void aci_cleanup(struct hub *h, struct cluster_ctx *c)
 					       "installing-pending-user-action", "finalizing", "error", NULL };
 	size_t i;
 
+	am_cluster_deleted(c->aci, agents);
 	/* A running installation is cancelled first: the cluster and each of
 	 * its installing hosts say so (events), then the hosts leave. */
 	for (const char *const *r = running; cst && *r; r++) {
@@ -1498,6 +1508,8 @@ static void aci_cleanup(struct hub *h, struct cluster_ctx *c)
 		hub_event_ref_object(c->aci, &ref);
 		ref.cluster_id = meta_str(c->aci, "uid");
 		hub_event_cluster_status(h, &ref, cst, "cancelled", CLUSTER_INFO_CANCELLED);
+		am_cluster_status(cst, "cancelled", json_integer_value(json_object_get(
+			c->cluster ? c->cluster : c->prev_state, "install_started_at")), time(NULL));
 		json_array_foreach(agents, i, a) {
 			json_t *host = hub_host_model(h, a);
 			ah_err err;
@@ -1673,6 +1685,9 @@ int hub_reconcile_cd(struct hub *h, const char *ns, const char *name)
 		rctx.now = now;
 		rctx.kubeconfig_uploaded = json_is_object(json_object_get(json_object_get(c.aci, "spec"), "clusterMetadata"));
 		if (cluster_refresh(c.cluster, c.hosts, &rctx, &res) == 0) {
+			if (res.validations_changed)
+				am_validations_changed(false, json_object_get(c.cluster, "validations_info"),
+						       res.validations_info);
 			if (res.changed) {
 				json_decref(c.cluster);
 				c.cluster = json_incref(res.cluster);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/hubmetrics.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "image/ignition.h"
@@ -624,8 +625,10 @@ static void *controller_main(void *arg)
 		work = h->queue;
 		h->queue = json_object();
 		pthread_mutex_unlock(&h->qlock);
+		hm_queue_depth("hub", json_object_size(work));
 		json_object_foreach(work, key, v) {
 			char kind[32], ns[256], name[256];
+			double t0 = hm_now();
 
 			if (sscanf(key, "%31[^/]/%255[^/]/%255s", kind, ns, name) != 3)
 				continue;
@@ -637,12 +640,18 @@ static void *controller_main(void *arg)
 				hub_reconcile_cd(h, ns, name);
 			else if (strcmp(kind, "aci") == 0)
 				hub_reconcile_aci(h, ns, name);
+			hm_reconcile(kind, HM_SUCCESS, hm_now() - t0);
 		}
 		json_decref(work);
 		if (util_mono_ms() - last_sweep >= 1000) {
+			double t0 = hm_now();
+
 			last_sweep = util_mono_ms();
 			hub_check_disconnected(h);
+			am_monitor_pass(true, (hm_now() - t0) * 1000, 0);
+			t0 = hm_now();
 			hub_cluster_tick(h);
+			am_monitor_pass(false, (hm_now() - t0) * 1000, 0);
 		}
 		pthread_mutex_lock(&h->qlock);
 		if (!h->stop && json_object_size(h->queue) == 0 &&

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/hubmetrics.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "image/ignition.h"
@@ -72,6 +73,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	}
 	if (n <= 0)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
+	hm_image_bytes(s->kind == SRC_ISO ? "iso" : s->kind == SRC_INITRD ? "initrd" : "file", (size_t)n);
 	return n;
 }
 
@@ -148,6 +150,7 @@ static enum MHD_Result serve(struct http_req *req, struct stream *s, uint64_t si
 	}
 	snprintf(hdr, sizeof(hdr), "attachment; filename=%s", filename);
 	MHD_add_response_header(resp, "Content-Disposition", hdr);
+	hm_image_download(s->kind == SRC_ISO ? "iso" : s->kind == SRC_INITRD ? "initrd" : "file");
 	r = MHD_queue_response(req->conn, status, resp);
 	MHD_destroy_response(resp);
 	return r;

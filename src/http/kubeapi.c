@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/hubmetrics.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "base/util.h"
@@ -1313,6 +1314,7 @@ struct watch_state {
 	int64_t deadline_ms;
 	strbuf pending;
 	size_t off;
+	bool counted;      /* in the open watch streams gauge */
 };
 
 /* kube-apiserver's bookmark frequency, and how long before the watch's
@@ -1324,6 +1326,8 @@ static void watch_free(void *cls)
 {
 	struct watch_state *ws = cls;
 
+	if (ws->counted)
+		hm_watch(-1);
 	label_selector_free(ws->ls);
 	field_selector_free(ws->fs);
 	json_decref(ws->matched);
@@ -1678,6 +1682,8 @@ static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, co
 			store_list(kube_api_store(ka->api), ws->k->store_key, ws->ns[0] ? ws->ns : NULL, NULL, NULL,
 				   watch_learn_visit, ws, NULL);
 	}
+	ws->counted = true;
+	hm_watch(1);
 	return http_reply_stream(req, 200, "application/json", watch_read, ws, watch_free);
 }
 

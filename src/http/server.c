@@ -52,6 +52,7 @@ static enum MHD_Result queue(struct http_req *req, unsigned status, const char *
 
 	if (!resp)
 		return MHD_NO;
+	req->status = status;
 	if (ct)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
 	MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
@@ -63,6 +64,8 @@ static enum MHD_Result queue(struct http_req *req, unsigned status, const char *
 enum MHD_Result http_reply(struct http_req *req, unsigned status, const char *content_type,
 			   const char *body, size_t len)
 {
+	req->resp_bytes = len;
+	req->resp_sized = true;
 	return queue(req, status, content_type,
 		     MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY));
 }
@@ -72,6 +75,8 @@ enum MHD_Result http_reply_owned(struct http_req *req, unsigned status, const ch
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 
+	req->resp_bytes = len;
+	req->resp_sized = true;
 	if (!resp)
 		free(body);
 	return queue(req, status, content_type, resp);
@@ -152,11 +157,16 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
-	/* Clients that hang up mid-handshake are routine, not warnings. */
-	if (strstr(line, "TLS") || strstr(line, "closed") || strstr(line, "Socket"))
-		log_debug("http: %s", line);
-	else
-		log_warn("http: %s", line);
+	/* Clients that hang up (mid-handshake, mid-request, mid-stream) are
+	 * routine: not logged at all, even with -v. */
+	static const char *const routine[] = { "TLS", "handshake", "closed", "Socket", "terminated", "reset by peer",
+					       "Broken pipe", "pull function", "push function", "Failed to send",
+					       "Failed to receive", "timed out", "unexpected", NULL };
+
+	for (const char *const *p = routine; *p; p++)
+		if (strstr(line, *p))
+			return;
+	log_warn("http: %s", line);
 }
 
 static int parse_listen(const char *listen, struct sockaddr_storage *ss, ah_err *err)
@@ -260,6 +270,13 @@ unsigned http_server_port(struct http_server *srv)
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
 
 	return di ? di->port : 0;
+}
+
+unsigned http_server_connections(struct http_server *srv)
+{
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return di ? di->num_connections : 0;
 }
 
 void http_server_stop(struct http_server *srv)

@@ -22,6 +22,9 @@ struct http_req {
 	const char *path;
 	strbuf body;
 	bool too_big;
+	unsigned status;   /* the status queued (0 until then), for logs and metrics */
+	size_t resp_bytes; /* the body's size when resp_sized (not for streams) */
+	bool resp_sized;
 };
 
 typedef enum MHD_Result (*http_handler_fn)(void *userdata, struct http_req *req);
@@ -45,6 +48,8 @@ bool http_server_stopping(void);
 void http_server_set_stopping(void);
 /* The port actually bound (useful with port 0). */
 unsigned http_server_port(struct http_server *srv);
+/* The connections open now. */
+unsigned http_server_connections(struct http_server *srv);
 
 const char *http_query(struct http_req *req, const char *key);
 const char *http_header(struct http_req *req, const char *name);

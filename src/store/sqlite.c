@@ -72,6 +72,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/hubmetrics.h"
 #include "store/store-internal.h"
 
 #define SCHEMA_VERSION 1
@@ -1163,6 +1164,7 @@ static void run_batch(struct sq *q, struct wreq **batch, size_t n, uint32_t labe
 	int64_t keep = (int64_t)q->opts.event_log_keep;
 	uint64_t acked = 0;
 	bool ring_revalidate = false;
+	double t0 = hm_now();
 	int fatal;
 	size_t i;
 
@@ -1242,6 +1244,7 @@ static void run_batch(struct sq *q, struct wreq **batch, size_t n, uint32_t labe
 		if (n > atomic_load(&q->max_batch))
 			atomic_store(&q->max_batch, n);
 		publish(q, rev, compacted);
+		hm_store_commit(hm_now() - t0, n);
 	}
 
 	for (i = 0; i < n; i++) {
