@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/log.h"
 
@@ -21,7 +22,12 @@ struct http_server {
 	void *userdata;
 	size_t max_body;
 	char *cert, *key;
+	unsigned port;
 };
+
+/* TLS 1.2 and 1.3 only (GnuTLS priority string). */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
 
 static atomic_bool stopping;
 
@@ -101,6 +107,20 @@ enum MHD_Result http_reply_stream(struct http_req *req, unsigned status, const c
 	return queue(req, status, content_type, resp);
 }
 
+static bool declared_too_big(struct http_req *req, size_t max)
+{
+	const char *cl = http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long v;
+	char *end;
+
+	if (!cl || !max)
+		return false;
+	errno = 0;
+	v = strtoull(cl, &end, 10);
+	/* Overflow counts as too big; a malformed value is MHD's to refuse. */
+	return end != cl && (errno == ERANGE || v > max);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **con_cls)
@@ -117,6 +137,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		req->path = url;
 		strbuf_init(&req->body, srv->max_body);
 		*con_cls = req;
+		/* A declared length over the bound is refused now, before any of
+		 * the body is read (MHD then discards it and closes). */
+		if (declared_too_big(req, srv->max_body)) {
+			req->too_big = true;
+			strbuf_release(&req->body);
+			return srv->handler(srv->userdata, req);
+		}
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
@@ -208,6 +235,39 @@ bad:
 			  listen);
 }
 
+/* Our own listening socket, so a port in use fails with the system's reason
+ * ("Address already in use").  SO_REUSEADDR only (a restart may bind while
+ * old connections sit in TIME_WAIT); never SO_REUSEPORT, which would let a
+ * second hub bind the same port and take half of the connections. */
+static int open_listener(const struct sockaddr_storage *ss, const char *listen_str,
+			 unsigned *ret_port, ah_err *err)
+{
+	socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	struct sockaddr_storage bound;
+	int fd, one = 1, e;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+		goto fail;
+	if (ss->ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 4096) < 0)
+		goto fail;
+	len = sizeof(bound);
+	if (getsockname(fd, (struct sockaddr *)&bound, &len) < 0)
+		goto fail;
+	*ret_port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+						   : ((struct sockaddr_in *)&bound)->sin_port);
+	return fd;
+fail:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	return ah_err_set(err, e, 0, "", "cannot listen on %s: %s", listen_str, strerror(e));
+}
+
 int http_server_start(const struct http_server_opts *opts, http_handler_fn handler,
 		      void *userdata, struct http_server **ret, ah_err *err)
 {
@@ -215,7 +275,7 @@ int http_server_start(const struct http_server_opts *opts, http_handler_fn handl
 	struct sockaddr_storage ss;
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_USE_ERROR_LOG;
-	int r;
+	int r, lfd;
 
 	if (!srv)
 		return -ENOMEM;
@@ -226,6 +286,11 @@ int http_server_start(const struct http_server_opts *opts, http_handler_fn handl
 	}
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	lfd = open_listener(&ss, opts->listen, &srv->port, err);
+	if (lfd < 0) {
+		free(srv);
+		return lfd;
+	}
 	srv->handler = handler;
 	srv->userdata = userdata;
 	srv->max_body = opts->max_body;
@@ -236,19 +301,20 @@ int http_server_start(const struct http_server_opts *opts, http_handler_fn handl
 	}
 	srv->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
 				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				  MHD_OPTION_LISTEN_SOCKET, lfd,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
 				  MHD_OPTION_CONNECTION_LIMIT, opts->max_conns ? opts->max_conns : 4096u,
-				  MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
 				  opts->cert_pem ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, srv->cert,
 				  MHD_OPTION_HTTPS_MEM_KEY, srv->key,
+				  MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
 				  MHD_OPTION_END);
 	if (!srv->d) {
+		/* MHD may have closed lfd on its failure paths: not closed again here. */
 		free(srv->cert);
 		free(srv->key);
 		free(srv);
-		return ah_err_set(err, EADDRINUSE, 0, "", "cannot listen on %s (in use, or not an address of this machine)",
+		return ah_err_set(err, EIO, 0, "", "cannot serve on %s: the HTTP server did not start (see the log above)",
 				  opts->listen);
 	}
 	*ret = srv;
@@ -257,9 +323,7 @@ int http_server_start(const struct http_server_opts *opts, http_handler_fn handl
 
 unsigned http_server_port(struct http_server *srv)
 {
-	const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
-
-	return di ? di->port : 0;
+	return srv->port;
 }
 
 void http_server_stop(struct http_server *srv)
