@@ -61,7 +61,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	ssize_t n;
 
 	if (at >= s->end)
-		return MHD_CONTENT_READER_END_OF_STREAM;
+		return HTTP_STREAM_END;
 	if (max > s->end - at)
 		max = (size_t)(s->end - at);
 	switch (s->kind) {
@@ -70,7 +70,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	default: n = pread(s->fd, buf, max, (off_t)(s->file_off + at)); break;
 	}
 	if (n <= 0)
-		return MHD_CONTENT_READER_END_WITH_ERROR;
+		return HTTP_STREAM_ERROR;
 	return n;
 }
 
@@ -113,43 +113,41 @@ static int parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t *
 
 static enum MHD_Result serve(struct http_req *req, struct stream *s, uint64_t size, const char *filename)
 {
-	struct MHD_Response *resp;
+	struct http_response *resp;
 	uint64_t start = 0, end = size;
 	unsigned status = 200;
-	enum MHD_Result r;
 	char hdr[256];
 	int rr = parse_range(http_header(req, "Range"), size, &start, &end);
 
 	if (rr < 0) {
 		stream_free(s);
-		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		resp = http_response_new(416, NULL);
 		snprintf(hdr, sizeof(hdr), "bytes */%llu", (unsigned long long)size);
-		MHD_add_response_header(resp, "Content-Range", hdr);
-		r = MHD_queue_response(req->conn, 416, resp);
-		MHD_destroy_response(resp);
-		return r;
+		if (resp)
+			http_response_add_header(resp, "Content-Range", hdr);
+		return http_send(req, resp);
 	}
 	if (rr > 0)
 		status = 206;
 	s->pos = start;
 	s->end = end;
-	resp = MHD_create_response_from_callback(end - start, 256 * 1024, stream_read, s, stream_free);
+	resp = http_response_new(status, "application/octet-stream");
 	if (!resp) {
 		stream_free(s);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, "Accept-Ranges", "bytes");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+	http_response_set_stream(resp, end - start, 256 * 1024, stream_read, s, stream_free);
+	/* Counted against the server's cap on concurrent downloads. */
+	http_response_set_download(resp);
+	http_response_add_header(resp, "Accept-Ranges", "bytes");
 	if (rr > 0) {
 		snprintf(hdr, sizeof(hdr), "bytes %llu-%llu/%llu", (unsigned long long)start,
 			 (unsigned long long)end - 1, (unsigned long long)size);
-		MHD_add_response_header(resp, "Content-Range", hdr);
+		http_response_add_header(resp, "Content-Range", hdr);
 	}
 	snprintf(hdr, sizeof(hdr), "attachment; filename=%s", filename);
-	MHD_add_response_header(resp, "Content-Disposition", hdr);
-	r = MHD_queue_response(req->conn, status, resp);
-	MHD_destroy_response(resp);
-	return r;
+	http_response_add_header(resp, "Content-Disposition", hdr);
+	return http_send(req, resp);
 }
 
 enum MHD_Result hub_reply_error(struct http_req *req, unsigned code, const char *fmt, ...)

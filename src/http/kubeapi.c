@@ -9,6 +9,8 @@
 #include "kubeapi.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +30,29 @@ struct kubeapi {
 	const struct kube_registry *reg;
 	struct kubeapi_opts opts;
 	char *openapi_index;
+	pthread_t waker;
+	bool waker_started;
+	atomic_bool waker_stop;
 };
+
+/* Watches wait suspended (no thread each); this thread wakes them when the
+ * store's revision moves. */
+static void *waker_main(void *arg)
+{
+	struct kubeapi *ka = arg;
+	store *s = kube_api_store(ka->api);
+	int64_t rev = store_current_rev(s);
+
+	while (!atomic_load(&ka->waker_stop)) {
+		int64_t now = store_wait(s, rev, 1000);
+
+		if (now != rev) {
+			rev = now;
+			http_streams_wake();
+		}
+	}
+	return NULL;
+}
 
 int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct kubeapi **ret)
 {
@@ -41,6 +65,11 @@ int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct ku
 	ka->opts = *opts;
 	if (!ka->opts.max_watch_seconds)
 		ka->opts.max_watch_seconds = 1800;
+	if (pthread_create(&ka->waker, NULL, waker_main, ka) != 0) {
+		free(ka);
+		return -EAGAIN;
+	}
+	ka->waker_started = true;
 	*ret = ka;
 	return 0;
 }
@@ -49,6 +78,11 @@ void kubeapi_free(struct kubeapi *ka)
 {
 	if (!ka)
 		return;
+	if (ka->waker_started) {
+		atomic_store(&ka->waker_stop, true);
+		store_wake_all(kube_api_store(ka->api));
+		pthread_join(ka->waker, NULL);
+	}
 	free(ka->openapi_index);
 	free(ka);
 }
@@ -955,6 +989,7 @@ static enum MHD_Result handle_list(struct kubeapi *ka, struct http_req *req, con
 
 struct watch_state {
 	struct kubeapi *ka;
+	struct http_req *req;
 	const struct kube_kind *k;
 	char ns[256];
 	label_selector *ls;
@@ -1062,6 +1097,10 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
 	store *s = kube_api_store(ws->ka->api);
 
 	for (;;) {
+		/* Taken before looking at the store, so a write after the look
+		 * wakes this stream even if it has not suspended yet. */
+		unsigned gen = http_streams_gen();
+
 		if (ws->off < ws->pending.len) {
 			size_t n = ws->pending.len - ws->off;
 
@@ -1101,7 +1140,10 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
 				ws->rev = last;
 			if (ws->pending.len)
 				continue;
-			store_wait(s, ws->rev, 1000);
+			/* Nothing yet: give the thread back until a write (or the
+			 * server's one-second tick) wakes the stream. */
+			if (http_stream_suspend(ws->req, gen))
+				return 0;
 		}
 	}
 }
@@ -1120,6 +1162,7 @@ static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, co
 		return reply_kerr(req, t, &err, NULL, NULL);
 	}
 	ws->ka = ka;
+	ws->req = req;
 	ws->k = t->k;
 	snprintf(ws->ns, sizeof(ws->ns), "%s", t->ns);
 	ws->table = wants_table(req);
