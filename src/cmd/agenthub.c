@@ -40,6 +40,7 @@ struct serve_opts {
 	const char *os_images;
 	const char *service_url;
 	struct host_timeouts timeouts; /* environment, then --host-timeout / --host-disconnect-timeout */
+	unsigned max_conns, max_downloads, http_threads, idle_timeout, request_timeout;
 };
 
 extern char **environ;
@@ -100,6 +101,19 @@ static void usage(FILE *f)
 		"                        HOST_LOG_COLLECTION_TIMEOUT, HOST_LOG_PENDING_TIMEOUT,\n"
 		"                        HOST_STAGE_<STAGE>_TIMEOUT (e.g. HOST_STAGE_INSTALLING_TIMEOUT),\n"
 		"                        ENABLE_SOFT_TIMEOUTS=true|false\n"
+		"  --max-connections N   connections served at once (default 16384); requests on\n"
+		"                        connections past it get 503 with Retry-After\n"
+		"  --max-downloads N     image downloads in flight at once (default 1024); more get\n"
+		"                        503 with Retry-After\n"
+		"  --http-threads N      HTTP threads, each serving its share of the connections\n"
+		"                        (default 8)\n"
+		"  --idle-timeout SECONDS\n"
+		"                        a connection that sends no complete request line this long\n"
+		"                        after connecting or after its last request is closed\n"
+		"                        (default 120: upstream agents poll every 60 s)\n"
+		"  --request-timeout SECONDS\n"
+		"                        a request must arrive whole (headers and body) this long\n"
+		"                        after its first line, or the connection is closed (default 30)\n"
 		"  -v, --verbose         debug logging\n"
 		"  -h, --help            this text\n");
 }
@@ -170,6 +184,11 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "service-url", required_argument, NULL, 'u' },
 		{ "host-disconnect-timeout", required_argument, NULL, 't' },
 		{ "host-timeout", required_argument, NULL, 'T' },
+		{ "max-connections", required_argument, NULL, 'C' },
+		{ "max-downloads", required_argument, NULL, 'D' },
+		{ "http-threads", required_argument, NULL, 'H' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "request-timeout", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -231,6 +250,35 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 			snprintf(name, sizeof(name), "%.*s", (int)(eq - optarg), optarg);
 			if (timeout_flag("--host-timeout", name, eq + 1, &o->timeouts) < 0)
 				return -EINVAL;
+			break;
+		}
+		case 'C': case 'D': case 'H': case 'I': case 'R': {
+			static const struct { char c; const char *flag; unsigned min, max; } lim[] = {
+				{ 'C', "--max-connections", 1, 1000000 },
+				{ 'D', "--max-downloads", 1, 100000 },
+				{ 'H', "--http-threads", 1, 64 },
+				{ 'I', "--idle-timeout", 1, 86400 },
+				{ 'R', "--request-timeout", 1, 3600 },
+			};
+			unsigned long v;
+			size_t i;
+
+			for (i = 0; lim[i].c != c; i++)
+				;
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || errno || v < lim[i].min || v > lim[i].max) {
+				fprintf(stderr, "agenthub: %s: expected a number from %u to %u, got %s\n",
+					lim[i].flag, lim[i].min, lim[i].max, optarg);
+				return -EINVAL;
+			}
+			switch (c) {
+			case 'C': o->max_conns = (unsigned)v; break;
+			case 'D': o->max_downloads = (unsigned)v; break;
+			case 'H': o->http_threads = (unsigned)v; break;
+			case 'I': o->idle_timeout = (unsigned)v; break;
+			default: o->request_timeout = (unsigned)v; break;
+			}
 			break;
 		}
 		case 'v': o->verbose = 1; break;
@@ -366,6 +414,11 @@ static int serve(int argc, char **argv)
 	hso.cert_pem = creds.cert_pem;
 	hso.key_pem = creds.key_pem;
 	hso.max_body = o.max_body;
+	hso.max_conns = o.max_conns;
+	hso.max_downloads = o.max_downloads;
+	hso.threads = o.http_threads;
+	hso.idle_timeout = o.idle_timeout;
+	hso.request_timeout = o.request_timeout;
 	r = http_server_start(&hso, handle, &app, &srv, &err);
 	if (r < 0) {
 		log_error("%s", err.message);
