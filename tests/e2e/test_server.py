@@ -327,3 +327,49 @@ def test_watches_and_idle_connections_do_not_take_a_thread_each(hub):
         for s in idle:
             s.close()
         # Watches stay open: SIGTERM at teardown must still exit 0 quickly.
+
+
+# ---- the simulator keeps one connection per host --------------------------
+
+
+def peer_ports(hub):
+    """Client ports of the connections established to the hub now."""
+    import subprocess
+    out = subprocess.run(["ss", "-Htn", "state", "established", f"( sport = :{hub.port} )"],
+                         capture_output=True, text=True, check=True).stdout
+    return {l.split()[-1].rsplit(":", 1)[1] for l in out.splitlines() if l.strip()}
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_simulated_hosts_keep_their_own_connection(hub, tmp_path, shared):
+    import shutil
+    import subprocess
+    from test_discovery import AGENT, NS, setup_infraenv
+    if not shutil.which("ss"):
+        pytest.skip("ss (iproute2) not installed")
+    ie = setup_infraenv(hub)
+    args = [str(AGENT), "simulate", "--iso", ie["status"]["isoDownloadURL"], "--hosts", "6",
+            "--cacert", str(hub.ca_path), "--max-poll-seconds", "1", "--ramp-seconds", "1",
+            "--max-inflight", "2"]
+    if shared:
+        args.append("--shared-connections")
+    with open(tmp_path / "sim.log", "w") as log:
+        sim = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: len(hub.kubectl_json("-n", NS, "get", "agents")["items"]) == 6,
+                 timeout=60, what="6 Agents")
+        time.sleep(2)
+        first = peer_ports(hub)
+        time.sleep(4)  # several polls of every host
+        second = peer_ports(hub)
+        kept = first & second
+        if shared:
+            # At most --max-inflight connections, shared by the 6 hosts.
+            assert len(kept) <= 2, (first, second)
+        else:
+            # One keep-alive connection per host, the same ones poll after poll.
+            assert len(kept) >= 6, (first, second)
+    finally:
+        sim.terminate()
+        sim.wait(30)
+    assert "ERROR: AddressSanitizer" not in (tmp_path / "sim.log").read_text()
