@@ -66,8 +66,10 @@ TMP=$(mktemp -d /tmp/agenthub-fleetconn.XXXXXX)
 HUB_PID= SIM_PID= DL_PID=
 cleanup() {
 	local rc=$?
+	set +e
 	for p in $DL_PID $SIM_PID $HUB_PID; do
-		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
 	done
 	if [[ $rc -eq 0 && -z ${FLEETCONN_KEEP:-} ]]; then
 		rm -rf "$TMP"

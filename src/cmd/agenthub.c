@@ -48,24 +48,14 @@ extern char **environ;
 struct app {
 	struct kubeapi *ka;
 	struct hub *hub;
+	struct http_router router;  /* filled before the server starts, read-only after */
 };
 
-static enum MHD_Result handle(void *userdata, struct http_req *req)
+static enum http_result handle(void *userdata, struct http_req *req)
 {
 	struct app *app = userdata;
-	bool handled = false;
-	enum MHD_Result r = hub_handle(app->hub, req, &handled);
 
-	if (handled)
-		return r;
-	r = kubeapi_handle(app->ka, req, &handled);
-	if (handled)
-		return r;
-	return http_reply(req, 404, "application/json",
-			  "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-			  "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}",
-			  strlen("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-				 "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}"));
+	return http_router_dispatch(&app->router, req);
 }
 
 static void usage(FILE *f)
@@ -409,6 +399,12 @@ static int serve(int argc, char **argv)
 			log_error("starting the hub: %s", err.message);
 			goto out_ka;
 		}
+	}
+	http_router_init(&app.router);
+	app.router.not_found = kubeapi_not_found;
+	if (hub_add_routes(app.hub, &app.router) < 0 || kubeapi_add_routes(app.ka, &app.router) < 0) {
+		log_error("the route table is full");
+		goto out_ka;
 	}
 	hso.listen = o.listen;
 	hso.cert_pem = creds.cert_pem;

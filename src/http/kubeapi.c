@@ -113,19 +113,19 @@ static json_t *status_json(const ah_err *err, const char *group, const char *kin
 	return st;
 }
 
-enum MHD_Result kubeapi_reply_status(struct http_req *req, const ah_err *err, const char *group,
+enum http_result kubeapi_reply_status(struct http_req *req, const ah_err *err, const char *group,
 				     const char *kind_plural, const char *name, json_t *causes)
 {
 	json_t *st = status_json(err, group, kind_plural, name, causes);
-	enum MHD_Result r = http_reply_json(req, err->status ? (unsigned)err->status : 500, st);
+	enum http_result r = http_reply_json(req, err->status ? (unsigned)err->status : 500, st);
 
 	json_decref(st);
 	return r;
 }
 
-static enum MHD_Result reply_err(struct http_req *req, int status, const char *reason,
+static enum http_result reply_err(struct http_req *req, int status, const char *reason,
 				 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static enum MHD_Result reply_err(struct http_req *req, int status, const char *reason,
+static enum http_result reply_err(struct http_req *req, int status, const char *reason,
 				 const char *fmt, ...)
 {
 	ah_err err;
@@ -139,13 +139,13 @@ static enum MHD_Result reply_err(struct http_req *req, int status, const char *r
 
 /* --- discovery ----------------------------------------------------------- */
 
-static enum MHD_Result reply_version(struct http_req *req)
+static enum http_result reply_version(struct http_req *req)
 {
 	json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "31",
 			      "gitVersion", "v1.31.0+agenthub", "gitCommit", "", "gitTreeState", "clean",
 			      "buildDate", "2026-11-21T00:00:00Z", "goVersion", "", "compiler", "gcc",
 			      "platform", "linux/amd64");
-	enum MHD_Result r = http_reply_json(req, 200, v);
+	enum http_result r = http_reply_json(req, 200, v);
 
 	json_decref(v);
 	return r;
@@ -168,11 +168,11 @@ static json_t *resource_entry(const struct kube_kind *k, bool status)
 	return e;
 }
 
-static enum MHD_Result reply_resource_list(struct kubeapi *ka, struct http_req *req,
+static enum http_result reply_resource_list(struct kubeapi *ka, struct http_req *req,
 					   const char *group, const char *version)
 {
 	json_t *list = json_array(), *doc;
-	enum MHD_Result r;
+	enum http_result r;
 	size_t i;
 	char gv[256];
 	bool any = false;
@@ -235,10 +235,10 @@ static json_t *all_groups(struct kubeapi *ka)
 	return groups;
 }
 
-static enum MHD_Result reply_group(struct kubeapi *ka, struct http_req *req, const char *group)
+static enum http_result reply_group(struct kubeapi *ka, struct http_req *req, const char *group)
 {
 	json_t *groups = all_groups(ka), *g;
-	enum MHD_Result r;
+	enum http_result r;
 	size_t i;
 
 	json_array_foreach(groups, i, g) {
@@ -254,10 +254,10 @@ static enum MHD_Result reply_group(struct kubeapi *ka, struct http_req *req, con
 	return reply_err(req, 404, "NotFound", "the server could not find the requested resource");
 }
 
-static enum MHD_Result reply_discovery(struct kubeapi *ka, struct http_req *req, const char *path)
+static enum http_result reply_discovery(struct kubeapi *ka, struct http_req *req, const char *path)
 {
 	json_t *doc;
-	enum MHD_Result r;
+	enum http_result r;
 
 	if (strcmp(path, "/api") == 0) {
 		doc = json_pack("{s:s,s:[s],s:[{s:s,s:s}]}", "kind", "APIVersions", "versions", "v1",
@@ -463,7 +463,7 @@ static json_t *openapi_doc(struct kubeapi *ka, const char *group, const char *ve
  * fetches v2 (as protobuf) for client-side checks of `kind: List` files and
  * fails when it is missing; an empty document makes it skip those checks
  * and leave validation to us, which knows every schema. */
-static enum MHD_Result reply_openapi_v2(struct http_req *req)
+static enum http_result reply_openapi_v2(struct http_req *req)
 {
 	static const char pb[] = "\x0a\x03" "2.0" "\x12\x13" "\x0a\x08" "agenthub" "\x12\x07" "v1.31.0";
 	static const char js[] = "{\"swagger\":\"2.0\",\"info\":{\"title\":\"agenthub\",\"version\":\"v1.31.0\"},"
@@ -476,9 +476,9 @@ static enum MHD_Result reply_openapi_v2(struct http_req *req)
 	return http_reply(req, 200, "application/json", js, sizeof(js) - 1);
 }
 
-static enum MHD_Result reply_openapi(struct kubeapi *ka, struct http_req *req, const char *path)
+static enum http_result reply_openapi(struct kubeapi *ka, struct http_req *req, const char *path)
 {
-	enum MHD_Result r;
+	enum http_result r;
 	json_t *doc;
 
 	if (strcmp(path, "/openapi/v2") == 0)
@@ -641,21 +641,13 @@ static enum table_include table_include_param(struct http_req *req)
 	return TABLE_INCLUDE_METADATA;
 }
 
-static void add_warnings(struct http_req *req, json_t *warnings, struct MHD_Response *resp)
-{
-	(void)req;
-	(void)warnings;
-	(void)resp;
-}
-
 /* Reply with an object, as JSON or as a one-row Table. */
 /* text (taken, may be NULL): obj's JSON text when the caller has it, sent
  * as is unless a Table was asked for. */
-static enum MHD_Result reply_object(struct http_req *req, const struct kube_kind *k, unsigned status,
+static enum http_result reply_object(struct http_req *req, const struct kube_kind *k, unsigned status,
 				    const json_t *obj, json_t *warnings, char *text, size_t text_len)
 {
-	struct MHD_Response *resp;
-	enum MHD_Result r;
+	struct http_response *resp;
 	size_t len;
 	char *s;
 
@@ -681,13 +673,13 @@ static enum MHD_Result reply_object(struct http_req *req, const struct kube_kind
 	if (s != text)
 		free(text);
 	if (!s)
-		return MHD_NO;
-	resp = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
+		return HTTP_NO;
+	resp = http_response_new(status, "application/json");
 	if (!resp) {
 		free(s);
-		return MHD_NO;
+		return HTTP_NO;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	http_response_take_body(resp, s, len);
 	if (warnings) {
 		size_t i;
 		json_t *w;
@@ -700,21 +692,19 @@ static enum MHD_Result reply_object(struct http_req *req, const struct kube_kind
 			for (char *c = hdr + 7; *c && c[1]; c++)
 				if (*c == '"')
 					*c = '\'';
-			MHD_add_response_header(resp, "Warning", hdr);
+			/* Past the response's header bound the rest are dropped. */
+			http_response_add_header(resp, "Warning", hdr);
 		}
 	}
-	add_warnings(req, warnings, resp);
-	r = MHD_queue_response(req->conn, status, resp);
-	MHD_destroy_response(resp);
-	return r;
+	return http_send(req, resp);
 }
 
-static enum MHD_Result reply_kerr(struct http_req *req, const struct target *t, const ah_err *err,
+static enum http_result reply_kerr(struct http_req *req, const struct target *t, const ah_err *err,
 				  const char *name, json_t *causes)
 {
 	const struct kube_kind *k = t->k;
 	json_t *st;
-	enum MHD_Result r;
+	enum http_result r;
 
 	/* Invalid errors name the kind (as the API server does); others the resource. */
 	if (k && err->status == 422)
@@ -903,15 +893,15 @@ static int decode_continue(const char *tok, char *ns, size_t nsz, char *name, si
 	return 0;
 }
 
-static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, const struct target *t);
+static enum http_result handle_watch(struct kubeapi *ka, struct http_req *req, const struct target *t);
 
-static enum MHD_Result handle_list(struct kubeapi *ka, struct http_req *req, const struct target *t)
+static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, const struct target *t)
 {
 	struct list_ctx lc = { .req = req, .k = t->k };
 	const char *limit = http_query(req, "limit"), *cont = http_query(req, "continue");
 	char after_ns[256] = "", after_name[256] = "";
 	int64_t rev = 0;
-	enum MHD_Result res;
+	enum http_result res;
 	ah_err err;
 	int r;
 
@@ -980,7 +970,7 @@ static enum MHD_Result handle_list(struct kubeapi *ka, struct http_req *req, con
 		strbuf_release(&lc.out);
 		body = strbuf_detach(&sb, &len);
 		if (!body)
-			return MHD_NO;
+			return HTTP_NO;
 		return http_reply_owned(req, 200, "application/json", body, len);
 	}
 }
@@ -1115,7 +1105,7 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return (ssize_t)n;
 		}
 		if (ws->ended || http_server_stopping() || util_mono_ms() >= ws->deadline_ms)
-			return MHD_CONTENT_READER_END_OF_STREAM;
+			return HTTP_STREAM_END;
 		if (ws->initial) {
 			int64_t rev = 0;
 
@@ -1135,7 +1125,7 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
 				continue;
 			}
 			if (r < 0)
-				return MHD_CONTENT_READER_END_WITH_ERROR;
+				return HTTP_STREAM_ERROR;
 			if (last > ws->rev)
 				ws->rev = last;
 			if (ws->pending.len)
@@ -1148,7 +1138,7 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
 	}
 }
 
-static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, const struct target *t)
+static enum http_result handle_watch(struct kubeapi *ka, struct http_req *req, const struct target *t)
 {
 	struct watch_state *ws = calloc(1, sizeof(*ws));
 	const char *rv = http_query(req, "resourceVersion"), *to = http_query(req, "timeoutSeconds");
@@ -1156,7 +1146,7 @@ static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, co
 	ah_err err;
 
 	if (!ws)
-		return MHD_NO;
+		return HTTP_NO;
 	if (parse_selectors(req, t->k, &ws->ls, &ws->fs, &err) < 0) {
 		free(ws);
 		return reply_kerr(req, t, &err, NULL, NULL);
@@ -1194,10 +1184,10 @@ static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, co
 
 /* --- CRDs as objects ------------------------------------------------------ */
 
-static enum MHD_Result handle_crd(struct kubeapi *ka, struct http_req *req, const struct target *t)
+static enum http_result handle_crd(struct kubeapi *ka, struct http_req *req, const struct target *t)
 {
 	json_t *items = json_array(), *seen = json_object(), *doc;
-	enum MHD_Result r;
+	enum http_result r;
 	size_t i;
 
 	if (strcmp(req->method, "GET") != 0) {
@@ -1242,7 +1232,7 @@ static enum MHD_Result handle_crd(struct kubeapi *ka, struct http_req *req, cons
 
 /* --- object verbs --------------------------------------------------------- */
 
-static enum MHD_Result handle_delete_collection(struct kubeapi *ka, struct http_req *req,
+static enum http_result handle_delete_collection(struct kubeapi *ka, struct http_req *req,
 						const struct target *t, struct kube_opts *o)
 {
 	struct list_ctx lc = { .req = req, .k = t->k, .table = false };
@@ -1291,12 +1281,12 @@ static enum MHD_Result handle_delete_collection(struct kubeapi *ka, struct http_
 	}
 }
 
-static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req, struct target *t)
+static enum http_result handle_resource(struct kubeapi *ka, struct http_req *req, struct target *t)
 {
 	struct kube_opts o = { 0 };
 	json_t *body = NULL, *ret = NULL, *causes = json_array(), *warnings = json_array();
 	const char *m = req->method;
-	enum MHD_Result res;
+	enum http_result res;
 	ah_err err;
 	int r;
 
@@ -1439,7 +1429,7 @@ static bool authorized(struct kubeapi *ka, struct http_req *req)
 	return creds_token_ok(ka->opts.creds, auth + 7);
 }
 
-enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *handled)
+enum http_result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *handled)
 {
 	const char *path = req->path;
 	struct target t;
@@ -1451,7 +1441,7 @@ enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *h
 		return reply_version(req);
 	if (strncmp(path, "/api", 4) != 0 && strncmp(path, "/openapi", 8) != 0) {
 		*handled = false;
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	if (!authorized(ka, req))
 		return reply_err(req, 401, "Unauthorized", "Unauthorized");
@@ -1481,4 +1471,37 @@ enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *h
 	if (t.crd)
 		return handle_crd(ka, req, &t);
 	return handle_resource(ka, req, &t);
+}
+
+static enum http_result route_kube(void *cls, struct http_req *req)
+{
+	bool handled;
+	enum http_result r = kubeapi_handle(cls, req, &handled);
+
+	return handled ? r : HTTP_NEXT;
+}
+
+int kubeapi_add_routes(struct kubeapi *ka, struct http_router *r)
+{
+	static const char *const patterns[] = {
+		"/healthz", "/readyz", "/livez", "/version", "/version/", "/api/**", "/apis/**", "/openapi/**",
+	};
+
+	for (size_t i = 0; i < sizeof(patterns) / sizeof(patterns[0]); i++) {
+		int e = http_router_add(r, NULL, patterns[i], route_kube, ka);
+
+		if (e < 0)
+			return e;
+	}
+	return 0;
+}
+
+enum http_result kubeapi_not_found(void *cls, struct http_req *req)
+{
+	static const char body[] =
+		"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+		"\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}";
+
+	(void)cls;
+	return http_reply(req, 404, "application/json", body, sizeof(body) - 1);
 }

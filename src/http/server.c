@@ -6,6 +6,8 @@
  * wakes waiting streams once a second. */
 #include "server.h"
 
+#include <microhttpd.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -364,14 +366,14 @@ static struct http_response *busy_response(struct http_req *req, const char *wha
 	return resp;
 }
 
-enum MHD_Result http_send(struct http_req *req, struct http_response *resp)
+enum http_result http_send(struct http_req *req, struct http_response *resp)
 {
 	struct http_server *srv = req->server;
 	struct MHD_Response *mr;
 	enum MHD_Result r;
 
 	if (!resp)
-		return MHD_NO;
+		return HTTP_NO;
 	if (resp->download && resp->read && srv) {
 		if (atomic_fetch_add(&srv->ndownloads, 1) >= srv->max_downloads) {
 			atomic_fetch_sub(&srv->ndownloads, 1);
@@ -379,14 +381,14 @@ enum MHD_Result http_send(struct http_req *req, struct http_response *resp)
 			http_response_free(resp);
 			resp = busy_response(req, "too many downloads in progress");
 			if (!resp)
-				return MHD_NO;
+				return HTTP_NO;
 		} else {
 			struct dl_stream *dl = malloc(sizeof(*dl));
 
 			if (!dl) {
 				atomic_fetch_sub(&srv->ndownloads, 1);
 				http_response_free(resp);
-				return MHD_NO;
+				return HTTP_NO;
 			}
 			dl->srv = srv;
 			dl->read = resp->read;
@@ -403,14 +405,14 @@ enum MHD_Result http_send(struct http_req *req, struct http_response *resp)
 		/* A request built by a test: keep the response for it to read. */
 		http_response_free(req->response);
 		req->response = resp;
-		return MHD_YES;
+		return HTTP_YES;
 	}
 	if (resp->read) {
 		mr = MHD_create_response_from_callback(resp->size, resp->block, resp->read, resp->cls,
 						       resp->free_cls);
 		if (!mr) {
 			http_response_free(resp);
-			return MHD_NO;
+			return HTTP_NO;
 		}
 		/* MHD owns the stream now. */
 		resp->read = NULL;
@@ -425,51 +427,51 @@ enum MHD_Result http_send(struct http_req *req, struct http_response *resp)
 	}
 	if (!mr) {
 		http_response_free(resp);
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	for (unsigned i = 0; i < resp->nheaders; i++)
 		MHD_add_response_header(mr, resp->headers[i].name, resp->headers[i].value);
 	r = MHD_queue_response(req->conn, resp->status, mr);
 	MHD_destroy_response(mr);
 	http_response_free(resp);
-	return r;
+	return r == MHD_YES ? HTTP_YES : HTTP_NO;
 }
 
-enum MHD_Result http_reply(struct http_req *req, unsigned status, const char *content_type,
+enum http_result http_reply(struct http_req *req, unsigned status, const char *content_type,
 			   const char *body, size_t len)
 {
 	struct http_response *resp = http_response_new(status, content_type);
 
 	if (!resp || http_response_set_body(resp, body, len) < 0) {
 		http_response_free(resp);
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	return http_send(req, resp);
 }
 
-enum MHD_Result http_reply_owned(struct http_req *req, unsigned status, const char *content_type,
+enum http_result http_reply_owned(struct http_req *req, unsigned status, const char *content_type,
 				 char *body, size_t len)
 {
 	struct http_response *resp = http_response_new(status, content_type);
 
 	if (!resp) {
 		free(body);
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	http_response_take_body(resp, body, len);
 	return http_send(req, resp);
 }
 
-enum MHD_Result http_reply_json(struct http_req *req, unsigned status, const json_t *doc)
+enum http_result http_reply_json(struct http_req *req, unsigned status, const json_t *doc)
 {
 	char *s = json_dumps(doc, JSON_COMPACT);
 
 	if (!s)
-		return MHD_NO;
+		return HTTP_NO;
 	return http_reply_owned(req, status, "application/json", s, strlen(s));
 }
 
-enum MHD_Result http_reply_stream(struct http_req *req, unsigned status, const char *content_type,
+enum http_result http_reply_stream(struct http_req *req, unsigned status, const char *content_type,
 				  http_read_fn read, void *cls, http_free_fn free_cls)
 {
 	struct http_response *resp = http_response_new(status, content_type);
@@ -477,7 +479,7 @@ enum MHD_Result http_reply_stream(struct http_req *req, unsigned status, const c
 	if (!resp) {
 		if (free_cls)
 			free_cls(cls);
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	http_response_set_stream(resp, HTTP_SIZE_UNKNOWN, 64 * 1024, read, cls, free_cls);
 	return http_send(req, resp);
@@ -627,7 +629,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			if (resp)
 				http_response_add_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 			set_deadline(req->conn_ctx, 0);
-			return http_send(req, resp);
+			return http_send(req, resp) == HTTP_YES ? MHD_YES : MHD_NO;
 		}
 		/* A declared length over the bound is refused now, before any of
 		 * the body is read (MHD then discards it and closes). */
@@ -635,7 +637,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			req->too_big = true;
 			strbuf_release(&req->body);
 			set_deadline(req->conn_ctx, 0);
-			return srv->handler(srv->userdata, req);
+			return srv->handler(srv->userdata, req) == HTTP_YES ? MHD_YES : MHD_NO;
 		}
 		return MHD_YES;
 	}
@@ -649,7 +651,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	set_deadline(req->conn_ctx, 0);
-	return srv->handler(srv->userdata, req);
+	return srv->handler(srv->userdata, req) == HTTP_YES ? MHD_YES : MHD_NO;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

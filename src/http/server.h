@@ -24,7 +24,6 @@
 #define AH_HTTP_SERVER_H
 
 #include <jansson.h>
-#include <microhttpd.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +34,13 @@
 
 struct http_response;
 struct http_server;
+struct MHD_Connection;  /* only server.c looks inside */
+
+/* What a handler returns: the result of queueing its response.  HTTP_NO
+ * makes the server drop the connection (nothing could be queued).
+ * HTTP_NEXT (routes only, see router.h): this handler declines the request
+ * without answering; the next matching route gets it. */
+enum http_result { HTTP_NO = 0, HTTP_YES = 1, HTTP_NEXT = 2 };
 
 /* A request.  From the server: conn is set and headers/query come from it.
  * From a test (http_req_init_test): conn is NULL, headers and query are
@@ -62,7 +68,7 @@ void http_req_init_test(struct http_req *req, const char *method, const char *pa
 			const char *body, size_t len);
 void http_req_release_test(struct http_req *req);
 
-typedef enum MHD_Result (*http_handler_fn)(void *userdata, struct http_req *req);
+typedef enum http_result (*http_handler_fn)(void *userdata, struct http_req *req);
 
 #define HTTP_DEFAULT_MAX_CONNS 16384u
 #define HTTP_DEFAULT_MAX_DOWNLOADS 1024u
@@ -116,9 +122,9 @@ void http_query_each(struct http_req *req, http_query_fn fn, void *cls);
 
 struct http_response;
 #define HTTP_SIZE_UNKNOWN UINT64_MAX
-#define HTTP_STREAM_END ((ssize_t)-1)   /* MHD_CONTENT_READER_END_OF_STREAM */
-#define HTTP_STREAM_ERROR ((ssize_t)-2) /* MHD_CONTENT_READER_END_WITH_ERROR */
-#define HTTP_MAX_HEADERS 16
+#define HTTP_STREAM_END ((ssize_t)-1)   /* the end of the stream */
+#define HTTP_STREAM_ERROR ((ssize_t)-2) /* a failure: the connection is closed */
+#define HTTP_MAX_HEADERS 32
 
 /* Returns bytes written to buf (at most max), 0 after http_stream_suspend(),
  * HTTP_STREAM_END or HTTP_STREAM_ERROR.  pos is the offset in the stream. */
@@ -157,17 +163,17 @@ const char *http_response_header(const struct http_response *resp, const char *n
 void http_response_free(struct http_response *resp);
 
 /* Queue resp on req's connection; consumes resp. */
-enum MHD_Result http_send(struct http_req *req, struct http_response *resp);
+enum http_result http_send(struct http_req *req, struct http_response *resp);
 
 /* Queue a response; body is copied. */
-enum MHD_Result http_reply(struct http_req *req, unsigned status, const char *content_type,
+enum http_result http_reply(struct http_req *req, unsigned status, const char *content_type,
 			   const char *body, size_t len);
 /* Queue a response taking ownership of a malloc'd body. */
-enum MHD_Result http_reply_owned(struct http_req *req, unsigned status, const char *content_type,
+enum http_result http_reply_owned(struct http_req *req, unsigned status, const char *content_type,
 				 char *body, size_t len);
-enum MHD_Result http_reply_json(struct http_req *req, unsigned status, const json_t *doc);
+enum http_result http_reply_json(struct http_req *req, unsigned status, const json_t *doc);
 /* Stream of unknown length (chunked); see http_read_fn. */
-enum MHD_Result http_reply_stream(struct http_req *req, unsigned status, const char *content_type,
+enum http_result http_reply_stream(struct http_req *req, unsigned status, const char *content_type,
 				  http_read_fn read, void *cls, http_free_fn free_cls);
 
 /* --- streams that wait ------------------------------------------------------
