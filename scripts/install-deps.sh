@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev
       libyaml-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev libssl-dev zlib1g-dev
-      libcmocka-dev python3 python3-pytest python3-yaml openssl xorriso ignition)
+      libcmocka-dev python3 python3-pytest python3-yaml openssl xorriso ignition
+      iproute2 curl)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
