@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/fleetconn.sh: can one hub hold a fleet's connections?
 #
-# Starts a fresh agenthub on a temporary data directory.  Phase 1: N idle
+# Starts a fresh agenthub on a temporary data directory.  Phase 1: IDLE idle
 # keep-alive TLS connections (bench/idleconns.py: one GET /readyz each, then
 # silence) give the hub's memory per idle connection.  Phase 2: creates one
 # late-binding InfraEnv whose OS image is the test ISO padded to
@@ -27,6 +27,7 @@
 #   FLEETCONN_HOLD=60        seconds the full load is held and measured
 #   FLEETCONN_KUBECTL=40     timed kubectl commands (spread over the hold)
 #   FLEETCONN_ISO_MIB=64     size of the padded ISO
+#   FLEETCONN_IDLE=2000      phase 1 connections (Python's TLS is the slow side)
 #   FLEETCONN_THREADS=       hub --http-threads (default: the hub's)
 #   FLEETCONN_KEEP=1         keep the temporary directory and logs
 #   BUILD=build              the Meson build directory
@@ -42,6 +43,7 @@ RATE=${FLEETCONN_RATE:-4096}
 RAMP=${FLEETCONN_RAMP:-60}
 HOLD=${FLEETCONN_HOLD:-60}
 KRUNS=${FLEETCONN_KUBECTL:-40}
+IDLE_N=${FLEETCONN_IDLE:-2000}
 ISO_MIB=${FLEETCONN_ISO_MIB:-64}
 NS=spoke-cluster
 CRS=$ROOT/../shared/conformance/upstream-crs
@@ -123,8 +125,8 @@ RSS0=$(hub_stat VmRSS)
 BASE_RSS=$RSS0
 say "$BASE"
 
-say "phase 1: $N idle keep-alive TLS connections"
-python3 bench/idleconns.py 127.0.0.1 "$PORT" "$TMP/data/ca.crt" "$N" 15 >"$TMP/idle.log" 2>&1 &
+say "phase 1: $IDLE_N idle keep-alive TLS connections"
+python3 bench/idleconns.py 127.0.0.1 "$PORT" "$TMP/data/ca.crt" "$IDLE_N" 15 >"$TMP/idle.log" 2>&1 &
 IDLE_PID=$!
 end=$((SECONDS + 600))
 until grep -q 'open=' "$TMP/idle.log"; do
