@@ -143,7 +143,7 @@ IDLE_PID=
 RSS0=$(hub_stat VmRSS)
 
 # A safety stop only: the trap ends both when the measurement is done.
-TOTAL=$((RAMP + HOLD * 3 + 600))
+TOTAL=$((RAMP + HOLD + 3600))
 say "phase 2: $N hosts (ramp ${RAMP}s), $M downloads at ${RATE} B/s, hold ${HOLD}s"
 "$SIM_BIN" simulate --iso "$ISO" --cacert "$TMP/data/ca.crt" --hosts "$N" --subnet 10.0.0.0/8 \
 	--ramp-seconds "$RAMP" --duration "$TOTAL" --status-seconds 10 >"$TMP/sim.log" 2>&1 &
@@ -153,6 +153,7 @@ if ((M > 0)); then
 	DL_PID=$!
 fi
 
+ramp_peak=0
 # Ramp: sample until the connections are up (or the ramp time is over).
 end=$((SECONDS + RAMP + 20))
 while ((SECONDS < end)); do
@@ -160,6 +161,7 @@ while ((SECONDS < end)); do
 	s=$(snapshot ramp)
 	say "$s"
 	c=$(hub_conns)
+	((c > ramp_peak)) && ramp_peak=$c
 	((c >= N + M * 95 / 100)) && break
 	sleep 5
 done
@@ -169,7 +171,7 @@ say "holding: $KRUNS timed kubectl get agents --chunk-size=500"
 : >"$TMP/kubectl-req.txt"
 : >"$TMP/probe.txt"
 TOKEN=$(cat "$TMP/data/admin.token")
-peak_threads=0 peak_rss=0 peak_fds=0 peak_conns=0 peak_dl=0
+peak_threads=0 peak_rss=0 peak_fds=0 peak_conns=$ramp_peak peak_dl=0
 gap=$(python3 -c "print(max(0.0, $HOLD / $KRUNS - 0.2))")
 for i in $(seq 1 "$KRUNS"); do
 	t0=$(date +%s%N)
