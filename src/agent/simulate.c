@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +87,7 @@ struct host {
 	const char *req_step_type;
 	uint64_t req_out_hash;
 	CURL *easy;
+	CURLSH *share;       /* this host's own connection (unless shared_connections) */
 	struct curl_slist *hdrs;
 	char *body;
 	strbuf resp;
@@ -368,6 +370,19 @@ static int start_request(struct sim *s, struct host *h, enum req kind, const cha
 			free(body);
 			return -ENOMEM;
 		}
+	}
+	if (!s->o->shared_connections) {
+		/* The host's own connection cache: its keep-alive connection
+		 * stays its own between polls. */
+		if (!h->share) {
+			h->share = curl_share_init();
+			if (!h->share || curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK) {
+				curl_share_cleanup(h->share);
+				h->share = NULL;
+			}
+		}
+		if (h->share)
+			curl_easy_setopt(h->easy, CURLOPT_SHARE, h->share);
 	}
 	strbuf_reset(&h->resp);
 	h->body = body;
@@ -1028,6 +1043,10 @@ static void sim_release(struct sim *s)
 	}
 	for (unsigned i = 0; i < s->npool; i++)
 		curl_easy_cleanup(s->pool[i]);
+	/* After every easy handle is gone: a share in use cannot be freed. */
+	for (unsigned i = 0; s->hosts && i < s->o->hosts; i++)
+		if (s->hosts[i].share)
+			curl_share_cleanup(s->hosts[i].share);
 	free(s->pool);
 	if (s->multi)
 		curl_multi_cleanup(s->multi);
@@ -1078,6 +1097,22 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 		return ah_err_set(err, EINVAL, 0, "", "--hosts and the request limit must be positive");
 	if (o->nsources == 0)
 		return ah_err_set(err, EINVAL, 0, "", "no discovery ISO (--iso) or Ignition (--ignition) given");
+	{
+		/* Every host's connection is a file descriptor. */
+		struct rlimit rl;
+		rlim_t need = (rlim_t)(o->shared_connections ? o->max_inflight : o->hosts) + 64;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+			getrlimit(RLIMIT_NOFILE, &rl);
+		}
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need)
+			return ah_err_set(err, EMFILE, 0, "",
+					  "%u hosts need about %llu open files, the limit is %llu (raise ulimit -n, "
+					  "or use --shared-connections)",
+					  o->hosts, (unsigned long long)need, (unsigned long long)rl.rlim_cur);
+	}
 	r = fakehost_fleet_init(&s.fleet, o->seed, o->hosts, o->cpus, o->memory_gib, o->disk_gib, o->subnet, err);
 	if (r < 0)
 		return r;

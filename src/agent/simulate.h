@@ -24,8 +24,11 @@
  * the reply cache and waits the default 60 s, a failed reply is dropped.
  *
  * One thread, one event loop: libcurl's multi interface plus a timer heap; at most
- * max_inflight requests are in flight at once, so 10 000 hosts cost memory per host
- * (a few hundred bytes when idle) and nothing more.  A status line with the hosts per
+ * max_inflight requests are in flight at once.  Each host keeps its own keep-alive
+ * connection between polls, as the upstream agent does (so N hosts hold N connections
+ * and file descriptors: the open file limit is raised to its hard limit and checked at
+ * start); with shared_connections the hosts share at most max_inflight connections
+ * instead and an idle host costs only its struct (a few hundred bytes).  A status line with the hosts per
  * state and the requests by kind goes to stderr every status_seconds and on SIGUSR1.
  * Runs until SIGINT/SIGTERM (or duration_seconds), then returns 0.
  *
@@ -61,6 +64,8 @@ struct simulate_opts {
 	unsigned ramp_ms;           /* boots spread evenly over this many ms (default 5000) */
 	unsigned status_seconds;    /* status line period (default 10) */
 	int reboot_after_seconds;   /* reboot hosts stopped in UPUA after this (-1 = never, default) */
+	bool shared_connections;    /* hosts share a pool of connections (default: each host keeps
+				     * its own keep-alive connection, as a real agent does) */
 };
 
 /* Fill o with the defaults above (hosts 1, seed 1, no sources). */

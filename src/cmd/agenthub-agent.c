@@ -28,7 +28,7 @@ static void usage(FILE *f)
 	      "           [--fail-at-stage STAGE] [--seed S] [--cacert FILE] [--insecure]\n"
 	      "           [--service-url URL] [--max-inflight K] [--duration SECONDS]\n"
 	      "           [--max-poll-seconds S] [--ramp-seconds S] [--status-seconds S]\n"
-	      "           [--reboot-after SECONDS]\n"
+	      "           [--reboot-after SECONDS] [--shared-connections]\n"
 	      "\n"
 	      "simulate: --iso and --ignition may be repeated (host i boots source i mod count);\n"
 	      "--iso-list reads one URL per line (blank lines and # comments skipped).\n"
@@ -41,7 +41,9 @@ static void usage(FILE *f)
 	      "--seed S makes the host ids and hardware repeatable (the same S, the same hosts);\n"
 	      "without it every run gets fresh host ids.  --fail-at-stage takes an upstream\n"
 	      "stage name, e.g. \"Writing image to disk\".  --cacert is the hub's CA\n"
-	      "(DIR/ca.crt, DIR being the hub's --data-dir).\n",
+	      "(DIR/ca.crt, DIR being the hub's --data-dir).\n"
+	      "Each host keeps its own keep-alive connection between polls, as a real agent does;\n"
+	      "--shared-connections makes the hosts share at most --max-inflight connections.\n",
 	      f);
 }
 
@@ -160,7 +162,7 @@ static int cmd_simulate(int argc, char **argv)
 {
 	enum { O_ISO = 256, O_IGN, O_HOSTS, O_CPUS, O_MEM, O_DISK, O_SUBNET, O_STAGE, O_FAIL, O_SEED,
 	       O_CACERT, O_INSECURE, O_URL, O_INFLIGHT, O_DURATION, O_MAXPOLL, O_RAMP, O_STATUS, O_ISOLIST,
-	       O_REBOOT };
+	       O_REBOOT, O_SHARED };
 	static const struct option longopts[] = {
 		{ "iso", required_argument, NULL, O_ISO },
 		{ "ignition", required_argument, NULL, O_IGN },
@@ -182,6 +184,7 @@ static int cmd_simulate(int argc, char **argv)
 		{ "status-seconds", required_argument, NULL, O_STATUS },
 		{ "iso-list", required_argument, NULL, O_ISOLIST },
 		{ "reboot-after", required_argument, NULL, O_REBOOT },
+		{ "shared-connections", no_argument, NULL, O_SHARED },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -196,7 +199,7 @@ static int cmd_simulate(int argc, char **argv)
 	simulate_opts_default(&o);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		const char *name = c >= O_ISO && c <= O_REBOOT ? longopts[c - O_ISO].name : "";
+		const char *name = c >= O_ISO && c <= O_SHARED ? longopts[c - O_ISO].name : "";
 		switch (c) {
 		case O_ISO:
 			if (add_source(&isos, &nisos, optarg) < 0)
@@ -214,6 +217,7 @@ static int cmd_simulate(int argc, char **argv)
 		case O_FAIL: o.fail_at_stage = optarg; break;
 		case O_CACERT: o.cacert = optarg; break;
 		case O_INSECURE: o.insecure = true; break;
+		case O_SHARED: o.shared_connections = true; break;
 		case O_URL: o.service_url = optarg; break;
 		case O_SEED:
 			if (parse_uint(name, optarg, UINT64_MAX, &v) < 0)

@@ -124,6 +124,7 @@ struct serve_opts {
 	const char *metrics_listen;
 	const char *log_format;
 	struct host_timeouts timeouts; /* environment, then --host-timeout / --host-disconnect-timeout */
+	unsigned max_conns, max_downloads, http_threads, idle_timeout, request_timeout;
 };
 
 extern char **environ;
@@ -135,6 +136,7 @@ struct app {
 	const struct creds *creds;
 	const char *data_dir;
 	struct http_server *srv; /* set once started (atomic: requests may come first) */
+	struct http_router router;  /* filled before the server starts, read-only after */
 };
 
 #define METRICS_MAX_BYTES (64u * 1024 * 1024)
@@ -164,7 +166,7 @@ static int count_host(const store_obj *so, void *userdata)
 }
 
 /* The gauges computed at scrape time, then every family as text. */
-static enum MHD_Result reply_metrics(struct app *app, struct http_req *req)
+static enum http_result reply_metrics(struct app *app, struct http_req *req)
 {
 	const struct kube_kind *k = kube_registry_by_kind(kube_api_registry(app->api),
 							  "agent-install.openshift.io/v1beta1", "Agent");
@@ -193,32 +195,11 @@ static enum MHD_Result reply_metrics(struct app *app, struct http_req *req)
 	}
 	body = strbuf_detach(&sb, &len);
 	if (!body)
-		return MHD_NO;
+		return HTTP_NO;
 	return http_reply_owned(req, 200, METRICS_CONTENT_TYPE, body, len);
 }
 
-static void client_address(struct http_req *req, char *buf, size_t size)
-{
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-	char ip[INET6_ADDRSTRLEN] = "-";
-
-	if (sa && sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-
-		inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
-		snprintf(buf, size, "%s:%u", ip, ntohs(s4->sin_port));
-	} else if (sa && sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-
-		inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
-		snprintf(buf, size, "[%s]:%u", ip, ntohs(s6->sin6_port));
-	} else {
-		snprintf(buf, size, "-");
-	}
-}
-
-static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static int add_query_arg(void *cls, const char *key, const char *value)
 {
 	strbuf *q = cls;
 
@@ -229,7 +210,7 @@ static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind, const c
 		strbuf_addch(q, '=');
 		strbuf_adds(q, value);
 	}
-	return MHD_YES;
+	return 0;
 }
 
 /* One line per request with -v: the path and query with secrets redacted. */
@@ -241,51 +222,32 @@ static void log_one_request(struct http_req *req, double seconds)
 	if (!log_enabled(LOG_LVL_DEBUG))
 		return;
 	strbuf_init(&q, 4096);
-	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, add_query_arg, &q);
+	http_query_each(req, add_query_arg, &q);
 	log_redact_path(req->path, q.buf, path, sizeof(path));
 	strbuf_release(&q);
-	client_address(req, client, sizeof(client));
+	http_client_address(req, client, sizeof(client));
 	log_request(req->method, path, req->status, seconds * 1000.0, client);
 }
 
-static enum MHD_Result route(struct app *app, struct http_req *req)
+/* GET /metrics on the API port: the admin token only. */
+static enum http_result route_metrics(void *cls, struct http_req *req)
 {
-	bool handled = false;
-	enum MHD_Result r;
+	struct app *app = cls;
+	const char *auth = http_header(req, "Authorization");
 
-	if (strcmp(req->path, "/metrics") == 0) {
-		const char *auth = http_header(req, "Authorization");
-
-		if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !creds_token_ok(app->creds, auth + 7))
-			return http_reply(req, 401, "application/json", UNAUTHORIZED, strlen(UNAUTHORIZED));
-		return reply_metrics(app, req);
-	}
-	r = hub_handle(app->hub, req, &handled);
-	if (handled)
-		return r;
-	r = kubeapi_handle(app->ka, req, &handled);
-	if (handled)
-		return r;
-	return http_reply(req, 404, "application/json",
-			  "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-			  "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}",
-			  strlen("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-				 "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}"));
+	if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !creds_token_ok(app->creds, auth + 7))
+		return http_reply(req, 401, "application/json", UNAUTHORIZED, strlen(UNAUTHORIZED));
+	return reply_metrics(app, req);
 }
 
-static enum MHD_Result handle(void *userdata, struct http_req *req)
+static enum http_result handle(void *userdata, struct http_req *req)
 {
+	struct app *app = userdata;
 	double t0 = hm_now(), dt;
-	enum MHD_Result r;
+	enum http_result r;
 
 	hm_request_inflight(req->method, req->path, 1);
-	r = route(userdata, req);
-	if (!req->status) {
-		/* Replies queued with MHD_queue_response() directly. */
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_HTTP_STATUS);
-
-		req->status = ci ? ci->http_status : 0;
-	}
+	r = http_router_dispatch(&app->router, req);
 	hm_request_inflight(req->method, req->path, -1);
 	dt = hm_now() - t0;
 	hm_request(req->method, req->path, req->status, dt, req->resp_bytes, req->resp_sized);
@@ -295,7 +257,7 @@ static enum MHD_Result handle(void *userdata, struct http_req *req)
 
 /* The plain-HTTP port of --metrics-listen: /metrics for scrapers, nothing
  * else. */
-static enum MHD_Result handle_metrics_port(void *userdata, struct http_req *req)
+static enum http_result handle_metrics_port(void *userdata, struct http_req *req)
 {
 	static const char nf[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
 				 "\"message\":\"only /metrics is served on this port\",\"reason\":\"NotFound\",\"code\":404}";
@@ -360,6 +322,20 @@ static void usage(FILE *f)
 		"  --log-format text|json\n"
 		"                        log lines as text (default) or one JSON object per line\n"
 		"  -v, --verbose         debug logging, and one line per request\n"
+		"  --max-connections N   connections served at once (default 16384); requests on\n"
+		"                        connections past it get 503 with Retry-After\n"
+		"  --max-downloads N     image downloads in flight at once (default 1024); more get\n"
+		"                        503 with Retry-After\n"
+		"  --http-threads N      HTTP threads, each serving its share of the connections\n"
+		"                        (default 8)\n"
+		"  --idle-timeout SECONDS\n"
+		"                        a connection that sends no complete request line this long\n"
+		"                        after connecting or after its last request is closed\n"
+		"                        (default 120: upstream agents poll every 60 s)\n"
+		"  --request-timeout SECONDS\n"
+		"                        a request must arrive whole (headers and body) this long\n"
+		"                        after its first line, or the connection is closed (default 30)\n"
+		"  -v, --verbose         debug logging\n"
 		"  -h, --help            this text\n");
 }
 
@@ -456,6 +432,11 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "host-timeout", required_argument, NULL, 'T' },
 		{ "metrics-listen", required_argument, NULL, 'm' },
 		{ "log-format", required_argument, NULL, 'f' },
+		{ "max-connections", required_argument, NULL, 'C' },
+		{ "max-downloads", required_argument, NULL, 'D' },
+		{ "http-threads", required_argument, NULL, 'H' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "request-timeout", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -528,6 +509,35 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 			}
 			o->log_format = optarg;
 			break;
+		case 'C': case 'D': case 'H': case 'I': case 'R': {
+			static const struct { char c; const char *flag; unsigned min, max; } lim[] = {
+				{ 'C', "--max-connections", 1, 1000000 },
+				{ 'D', "--max-downloads", 1, 100000 },
+				{ 'H', "--http-threads", 1, 64 },
+				{ 'I', "--idle-timeout", 1, 86400 },
+				{ 'R', "--request-timeout", 1, 3600 },
+			};
+			unsigned long v;
+			size_t i;
+
+			for (i = 0; lim[i].c != c; i++)
+				;
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || errno || v < lim[i].min || v > lim[i].max) {
+				fprintf(stderr, "agenthub: %s: expected a number from %u to %u, got %s\n",
+					lim[i].flag, lim[i].min, lim[i].max, optarg);
+				return -EINVAL;
+			}
+			switch (c) {
+			case 'C': o->max_conns = (unsigned)v; break;
+			case 'D': o->max_downloads = (unsigned)v; break;
+			case 'H': o->http_threads = (unsigned)v; break;
+			case 'I': o->idle_timeout = (unsigned)v; break;
+			default: o->request_timeout = (unsigned)v; break;
+			}
+			break;
+		}
 		case 'v': o->verbose = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default:
@@ -694,6 +704,13 @@ static int serve(int argc, char **argv)
 			goto out_ka;
 		}
 	}
+	http_router_init(&app.router);
+	app.router.not_found = kubeapi_not_found;
+	if (http_router_add(&app.router, "GET", "/metrics", route_metrics, &app) < 0 ||
+	    hub_add_routes(app.hub, &app.router) < 0 || kubeapi_add_routes(app.ka, &app.router) < 0) {
+		log_error("the route table is full");
+		goto out_ka;
+	}
 	hso.listen = o.listen;
 	hso.cert_pem = creds.cert_pem;
 	hso.key_pem = creds.key_pem;
@@ -701,6 +718,11 @@ static int serve(int argc, char **argv)
 	app.api = api;
 	app.creds = &creds;
 	app.data_dir = o.data_dir;
+	hso.max_conns = o.max_conns;
+	hso.max_downloads = o.max_downloads;
+	hso.threads = o.http_threads;
+	hso.idle_timeout = o.idle_timeout;
+	hso.request_timeout = o.request_timeout;
 	r = http_server_start(&hso, handle, &app, &srv, &err);
 	if (r < 0) {
 		log_error("%s", err.message);

@@ -1159,7 +1159,7 @@ static bool agent_of_infraenv(const json_t *agent, const json_t *ie)
 
 /* 0 with *ret_ie, or a reply queued in *res. */
 static int auth_infraenv(struct hub *h, struct http_req *req, const char *ie_id, json_t **ret_ie,
-			 enum MHD_Result *res)
+			 enum http_result *res)
 {
 	const char *key = http_header(req, "X-Secret-Key");
 	json_t *claims = NULL;
@@ -1297,13 +1297,13 @@ static bool quick_poll(struct hub *h, const json_t *ie, const char *host_id, con
 	return *ret_steps != NULL;
 }
 
-static enum MHD_Result do_register(struct hub *h, struct http_req *req, const json_t *ie)
+static enum http_result do_register(struct hub *h, struct http_req *req, const json_t *ie)
 {
 	const json_t *meta = json_object_get(ie, "metadata"), *spec = json_object_get(ie, "spec");
 	const char *ns = jstr(meta, "namespace"), *iename = jstr(meta, "name"), *ie_id = jstr(meta, "uid");
 	json_t *body = NULL, *agent = NULL, *created = NULL, *host, *reply;
 	const char *host_id;
-	enum MHD_Result res;
+	enum http_result res;
 	ah_err err;
 	int r;
 
@@ -1389,7 +1389,7 @@ static enum MHD_Result do_register(struct hub *h, struct http_req *req, const js
 	if (!host) {
 		json_decref(agent);
 		json_decref(body);
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	if (host_register(host, created != NULL, host_is_bound(host), time(NULL), &err) < 0) {
 		json_decref(host);
@@ -1519,11 +1519,11 @@ static void add_api_vip_check(struct hub *h, const json_t *agent, json_t *steps,
 	free(arg);
 }
 
-static enum MHD_Result do_instructions(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
+static enum http_result do_instructions(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
 {
 	json_t *agent = NULL, *host = NULL, *steps;
 	struct steps_ctx sctx = { 0 };
-	enum MHD_Result res;
+	enum http_result res;
 
 	struct host_cluster hc;
 	long long ts = 0;
@@ -1600,11 +1600,11 @@ static bool step_type_known(const char *t)
 	return false;
 }
 
-static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
+static enum http_result do_step_reply(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
 {
 	json_t *agent = NULL, *host = NULL, *body = NULL, *old_images;
 	struct host_cluster hc;
-	enum MHD_Result res;
+	enum http_result res;
 	ah_err err;
 	int r;
 
@@ -1687,12 +1687,12 @@ static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const 
 /* PUT .../hosts/{id}/progress (backend.md §6): the install stages.  A
  * report is never lost to a concurrent write of the Agent: on a conflict
  * it is applied again to the Agent as it is now. */
-static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
+static enum http_result do_progress(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
 {
 	json_t *agent = NULL, *host = NULL, *body = NULL, *prev = NULL;
 	struct host_cluster hc = { 0 };
 	bool changed = false;
-	enum MHD_Result res;
+	enum http_result res;
 	int r = -ESTALE, attempt;
 	ah_err err;
 
@@ -1744,14 +1744,14 @@ static enum MHD_Result do_progress(struct hub *h, struct http_req *req, const js
 
 /* v2GetHost: the host as the service sees it (its state, role, progress),
  * for an agent or a person watching it (the simulator's --reboot-after). */
-static enum MHD_Result do_get_host(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
+static enum http_result do_get_host(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
 {
 	static const char *const keys[] = { "id", "infra_env_id", "kind", "status", "status_info", "role",
 					    "suggested_role", "bootstrap", "requested_hostname",
 					    "installation_disk_id", "checked_in_at", "status_updated_at", NULL };
 	json_t *agent = NULL, *host = NULL, *out;
 	const json_t *prog;
-	enum MHD_Result res;
+	enum http_result res;
 	char href[256];
 
 	/* Looking is not checking in: the host's lease is left as it is. */
@@ -1781,17 +1781,17 @@ static enum MHD_Result do_get_host(struct hub *h, struct http_req *req, const js
 	return res;
 }
 
-enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
+enum http_result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
 {
 	const char *p = req->path;
 	char ie_id[64], host_id[64], rest[64];
 	json_t *ie = NULL;
-	enum MHD_Result res;
+	enum http_result res;
 	int n;
 
 	*handled = false;
 	if (strncmp(p, API_PREFIX "/", strlen(API_PREFIX) + 1) != 0)
-		return MHD_NO;
+		return HTTP_NO;
 	*handled = true;
 	if (req->too_big)
 		return hub_reply_error(req, 413, "request body too large");

@@ -521,20 +521,19 @@ static void add_split(json_t *arr, const char *v)
 	}
 }
 
-static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static int collect_arg(void *cls, const char *key, const char *value)
 {
 	struct ev_query *q = cls;
 
-	(void)kind;
 	if (!key || !value)
-		return MHD_YES;
+		return 0;
 	if (strcmp(key, "host_ids") == 0 || strcmp(key, "host_ids[]") == 0 || strcmp(key, "host_id") == 0)
 		add_split(q->host_ids, value);
 	else if (strcmp(key, "severities") == 0 || strcmp(key, "severities[]") == 0)
 		add_split(q->severities, value);
 	else if (strcmp(key, "categories") == 0 || strcmp(key, "categories[]") == 0)
 		add_split(q->categories, value);
-	return MHD_YES;
+	return 0;
 }
 
 static bool in_array(const json_t *arr, const char *s)
@@ -604,10 +603,10 @@ static int cmp_rows(const void *a, const void *b)
 	return rx < ry ? -1 : rx > ry;
 }
 
-static enum MHD_Result reply_error(struct http_req *req, unsigned code, const char *msg)
+static enum http_result reply_error(struct http_req *req, unsigned code, const char *msg)
 {
 	json_t *body;
-	enum MHD_Result r;
+	enum http_result r;
 	char codes[16];
 
 	snprintf(codes, sizeof(codes), "%u", code);
@@ -685,7 +684,7 @@ static bool scope_ok(struct hub *h, const json_t *claims, const char *token, con
 	return true;
 }
 
-static enum MHD_Result serve_events(struct hub *h, struct http_req *req)
+static enum http_result serve_events(struct hub *h, struct http_req *req)
 {
 	const struct kube_kind *k = kube_registry_by_kind(h->reg, "v1", "Event");
 	struct ev_query q = { 0 };
@@ -694,8 +693,8 @@ static enum MHD_Result serve_events(struct hub *h, struct http_req *req)
 	json_t *claims = NULL, *body = NULL, **rows = NULL;
 	long counts[4] = { 0 }, total = 0;
 	static const char *const sevs[] = { HUB_EV_INFO, HUB_EV_WARNING, HUB_EV_ERROR, HUB_EV_CRITICAL };
-	struct MHD_Response *resp;
-	enum MHD_Result res;
+	struct http_response *resp;
+	enum http_result res;
 	char *text, num[32];
 	size_t i, n;
 	ah_err err;
@@ -713,7 +712,7 @@ static enum MHD_Result serve_events(struct hub *h, struct http_req *req)
 		q.cluster_id = NULL;
 	if (q.infra_env_id && !*q.infra_env_id)
 		q.infra_env_id = NULL;
-	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+	http_query_each(req, collect_arg, &q);
 	s = http_query(req, "cluster_level");
 	q.cluster_level = s && strcmp(s, "true") == 0;
 	s = http_query(req, "order");
@@ -765,7 +764,7 @@ static enum MHD_Result serve_events(struct hub *h, struct http_req *req)
 	rows = n ? calloc(n, sizeof(*rows)) : NULL;
 	if (n && !rows) {
 		json_decref(lc.out);
-		res = MHD_NO;
+		res = HTTP_NO;
 		goto out;
 	}
 	for (i = 0; i < n; i++)
@@ -794,26 +793,25 @@ static enum MHD_Result serve_events(struct hub *h, struct http_req *req)
 	json_decref(lc.out);
 	/* Keys in upstream's (alphabetical) order. */
 	text = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
-	resp = text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE) : NULL;
+	resp = text ? http_response_new(200, "application/json") : NULL;
 	if (!resp) {
 		free(text);
-		res = MHD_NO;
+		res = HTTP_NO;
 		goto out;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+	http_response_take_body(resp, text, strlen(text));
+	http_response_add_header(resp, "Cache-Control", "no-cache, private");
 	snprintf(num, sizeof(num), "%ld", counts[0]);
-	MHD_add_response_header(resp, "Severity-Count-Info", num);
+	http_response_add_header(resp, "Severity-Count-Info", num);
 	snprintf(num, sizeof(num), "%ld", counts[1]);
-	MHD_add_response_header(resp, "Severity-Count-Warning", num);
+	http_response_add_header(resp, "Severity-Count-Warning", num);
 	snprintf(num, sizeof(num), "%ld", counts[2]);
-	MHD_add_response_header(resp, "Severity-Count-Error", num);
+	http_response_add_header(resp, "Severity-Count-Error", num);
 	snprintf(num, sizeof(num), "%ld", counts[3]);
-	MHD_add_response_header(resp, "Severity-Count-Critical", num);
+	http_response_add_header(resp, "Severity-Count-Critical", num);
 	snprintf(num, sizeof(num), "%ld", total);
-	MHD_add_response_header(resp, "Event-Count", num);
-	res = MHD_queue_response(req->conn, 200, resp);
-	MHD_destroy_response(resp);
+	http_response_add_header(resp, "Event-Count", num);
+	res = http_send(req, resp);
 out:
 	json_decref(body);
 	json_decref(claims);
@@ -823,11 +821,11 @@ out:
 	return res;
 }
 
-enum MHD_Result hub_events_api(struct hub *h, struct http_req *req, bool *handled)
+enum http_result hub_events_api(struct hub *h, struct http_req *req, bool *handled)
 {
 	*handled = false;
 	if (strcmp(req->path, API_PREFIX "/events") != 0 || strcmp(req->method, "GET") != 0)
-		return MHD_NO;
+		return HTTP_NO;
 	*handled = true;
 	return serve_events(h, req);
 }

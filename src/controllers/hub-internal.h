@@ -252,7 +252,7 @@ int hub_cluster_events_url(struct hub *h, const char *cluster_id, char **ret, ah
 int hub_host_events_url(struct hub *h, const json_t *infraenv, const char *host_id, char **ret,
 			ah_err *err);
 /* GET /api/assisted-install/v2/events; *handled false for other paths. */
-enum MHD_Result hub_events_api(struct hub *h, struct http_req *req, bool *handled);
+enum http_result hub_events_api(struct hub *h, struct http_req *req, bool *handled);
 
 /* Admission rules (admission.c; kubeapi.md §5.1): registered once by hub_new. */
 int hub_admission_register(struct hub *h, ah_err *err);
@@ -269,16 +269,16 @@ int hub_admit_rules(const char *kind, enum kube_op op, const json_t *old, json_t
 int hub_jq_syntax_check(const char *query, char *why, size_t why_size);
 
 /* Agent API (agentapi.c) and image service (imagesvc.c). */
-enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled);
-enum MHD_Result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled);
+enum http_result hub_agentapi(struct hub *h, struct http_req *req, bool *handled);
+enum http_result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled);
 void hub_check_disconnected(struct hub *h);
 /* Free every lease (hub_free). */
 void hub_leases_release(struct hub *h);
 /* GET/HEAD $API/infra-envs/<id>/downloads/files (discovery.ign, ipxe-script). */
-enum MHD_Result hub_downloads(struct hub *h, struct http_req *req, bool *handled);
+enum http_result hub_downloads(struct hub *h, struct http_req *req, bool *handled);
 /* An upstream error body: {"code","message"} for 401/403, else
  * {"kind":"Error","id","href","code","reason"}. */
-enum MHD_Result hub_reply_error(struct http_req *req, unsigned code, const char *fmt, ...)
+enum http_result hub_reply_error(struct http_req *req, unsigned code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* The InfraEnv's bootArtifacts object (kernel, rootfs, initrd, ipxeScript,

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "base/error.h"
+#include "http/router.h"
 #include "http/server.h"
 #include "kube/api.h"
 
@@ -32,8 +33,9 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 /* Stops the controller threads. */
 void hub_free(struct hub *h);
 
-/* Serve the agent API and image service paths; *handled false otherwise. */
-enum MHD_Result hub_handle(struct hub *h, struct http_req *req, bool *handled);
+/* Add the routes of the agent API, its downloads and events, and the image
+ * service to r (before the Kubernetes API's: both live under /api). */
+int hub_add_routes(struct hub *h, struct http_router *r);
 
 /* Parse "3m", "8s", "1h30m", "90" (seconds). 0 or -EINVAL. */
 int hub_parse_duration(const char *s, int *ret_seconds);

@@ -29,7 +29,7 @@
 #include "image/ipxe.h"
 #include "image/iso.h"
 
-static enum MHD_Result reply_text(struct http_req *req, unsigned status, const char *text)
+static enum http_result reply_text(struct http_req *req, unsigned status, const char *text)
 {
 	return http_reply(req, status, "text/plain; charset=utf-8", text, strlen(text));
 }
@@ -63,7 +63,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	ssize_t n;
 
 	if (at >= s->end)
-		return MHD_CONTENT_READER_END_OF_STREAM;
+		return HTTP_STREAM_END;
 	if (max > s->end - at)
 		max = (size_t)(s->end - at);
 	switch (s->kind) {
@@ -72,7 +72,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	default: n = pread(s->fd, buf, max, (off_t)(s->file_off + at)); break;
 	}
 	if (n <= 0)
-		return MHD_CONTENT_READER_END_WITH_ERROR;
+		return HTTP_STREAM_ERROR;
 	hm_image_bytes(s->kind == SRC_ISO ? "iso" : s->kind == SRC_INITRD ? "initrd" : "file", (size_t)n);
 	return n;
 }
@@ -114,52 +114,50 @@ static int parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t *
 	return 1;
 }
 
-static enum MHD_Result serve(struct http_req *req, struct stream *s, uint64_t size, const char *filename)
+static enum http_result serve(struct http_req *req, struct stream *s, uint64_t size, const char *filename)
 {
-	struct MHD_Response *resp;
+	struct http_response *resp;
 	uint64_t start = 0, end = size;
 	unsigned status = 200;
-	enum MHD_Result r;
 	char hdr[256];
 	int rr = parse_range(http_header(req, "Range"), size, &start, &end);
 
 	if (rr < 0) {
 		stream_free(s);
-		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		resp = http_response_new(416, NULL);
 		snprintf(hdr, sizeof(hdr), "bytes */%llu", (unsigned long long)size);
-		MHD_add_response_header(resp, "Content-Range", hdr);
-		r = MHD_queue_response(req->conn, 416, resp);
-		MHD_destroy_response(resp);
-		return r;
+		if (resp)
+			http_response_add_header(resp, "Content-Range", hdr);
+		return http_send(req, resp);
 	}
 	if (rr > 0)
 		status = 206;
 	s->pos = start;
 	s->end = end;
-	resp = MHD_create_response_from_callback(end - start, 256 * 1024, stream_read, s, stream_free);
+	resp = http_response_new(status, "application/octet-stream");
 	if (!resp) {
 		stream_free(s);
-		return MHD_NO;
+		return HTTP_NO;
 	}
-	MHD_add_response_header(resp, "Accept-Ranges", "bytes");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+	http_response_set_stream(resp, end - start, 256 * 1024, stream_read, s, stream_free);
+	/* Counted against the server's cap on concurrent downloads. */
+	http_response_set_download(resp);
+	http_response_add_header(resp, "Accept-Ranges", "bytes");
 	if (rr > 0) {
 		snprintf(hdr, sizeof(hdr), "bytes %llu-%llu/%llu", (unsigned long long)start,
 			 (unsigned long long)end - 1, (unsigned long long)size);
-		MHD_add_response_header(resp, "Content-Range", hdr);
+		http_response_add_header(resp, "Content-Range", hdr);
 	}
 	snprintf(hdr, sizeof(hdr), "attachment; filename=%s", filename);
-	MHD_add_response_header(resp, "Content-Disposition", hdr);
+	http_response_add_header(resp, "Content-Disposition", hdr);
 	hm_image_download(s->kind == SRC_ISO ? "iso" : s->kind == SRC_INITRD ? "initrd" : "file");
-	r = MHD_queue_response(req->conn, status, resp);
-	MHD_destroy_response(resp);
-	return r;
+	return http_send(req, resp);
 }
 
-enum MHD_Result hub_reply_error(struct http_req *req, unsigned code, const char *fmt, ...)
+enum http_result hub_reply_error(struct http_req *req, unsigned code, const char *fmt, ...)
 {
 	char msg[AH_ERR_MSG_MAX], codes[16];
-	enum MHD_Result r;
+	enum http_result r;
 	json_t *body;
 	va_list ap;
 
@@ -178,7 +176,7 @@ enum MHD_Result hub_reply_error(struct http_req *req, unsigned code, const char 
 }
 
 /* An error the image layer or the ignition builder reported, as JSON. */
-static enum MHD_Result reply_err(struct http_req *req, const ah_err *err)
+static enum http_result reply_err(struct http_req *req, const ah_err *err)
 {
 	unsigned status = err->status >= 400 && err->status < 600 ? (unsigned)err->status : 500;
 
@@ -189,7 +187,7 @@ static enum MHD_Result reply_err(struct http_req *req, const ah_err *err)
  * A token for another InfraEnv than path_id is "Object Not Found", as
  * upstream's resource-scoped local authorization answers (backend.md §9). */
 static int authorize(struct hub *h, struct http_req *req, const char *token, const char *path_id,
-		     bool json_errors, json_t **ret_ie, enum MHD_Result *res)
+		     bool json_errors, json_t **ret_ie, enum http_result *res)
 {
 	json_t *claims = NULL, *ie = NULL;
 	const char *id;
@@ -240,7 +238,7 @@ struct image_req {
  * the initrd 400, as image-service). */
 static int image_req_prepare(struct hub *h, struct http_req *req, const char *token, const char *path_id,
 			     const char *version, const char *arch, unsigned unknown_status,
-			     struct image_req *ir, enum MHD_Result *res)
+			     struct image_req *ir, enum http_result *res)
 {
 	const json_t *spec;
 	json_t *ie = NULL;
@@ -281,12 +279,12 @@ static int image_req_prepare(struct hub *h, struct http_req *req, const char *to
 	return 0;
 }
 
-static enum MHD_Result serve_iso(struct hub *h, struct http_req *req, const char *token,
+static enum http_result serve_iso(struct hub *h, struct http_req *req, const char *token,
 				 const char *version, const char *arch, const char *file)
 {
 	struct image_req ir;
 	struct stream *s;
-	enum MHD_Result res;
+	enum http_result res;
 	char fname[128];
 	ah_err err;
 	int r;
@@ -309,7 +307,7 @@ static enum MHD_Result serve_iso(struct hub *h, struct http_req *req, const char
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		free(ir.payload);
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	s->fd = -1;
 	s->kind = SRC_ISO;
@@ -326,11 +324,11 @@ static enum MHD_Result serve_iso(struct hub *h, struct http_req *req, const char
 	return serve(req, s, iso_overlay_size(s->iso), fname);
 }
 
-static enum MHD_Result serve_initrd(struct hub *h, struct http_req *req, const char *id)
+static enum http_result serve_initrd(struct hub *h, struct http_req *req, const char *id)
 {
 	struct image_req ir;
 	struct stream *s;
-	enum MHD_Result res;
+	enum http_result res;
 	char fname[128];
 	ah_err err;
 	int r;
@@ -341,7 +339,7 @@ static enum MHD_Result serve_initrd(struct hub *h, struct http_req *req, const c
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		free(ir.payload);
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	s->fd = -1;
 	s->kind = SRC_INITRD;
@@ -356,7 +354,7 @@ static enum MHD_Result serve_initrd(struct hub *h, struct http_req *req, const c
 	return serve(req, s, initrd_overlay_size(s->initrd), fname);
 }
 
-static enum MHD_Result serve_artifact(struct hub *h, struct http_req *req, const char *which)
+static enum http_result serve_artifact(struct hub *h, struct http_req *req, const char *which)
 {
 	const struct os_image *os = hub_pick_os_image(h, http_query(req, "version"), http_query(req, "arch"));
 	const char *path = strcmp(which, "kernel") == 0 ? "/images/pxeboot/vmlinuz" :
@@ -383,7 +381,7 @@ static enum MHD_Result serve_artifact(struct hub *h, struct http_req *req, const
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		close(fd);
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	s->kind = SRC_FILE;
 	s->fd = fd;
@@ -391,7 +389,7 @@ static enum MHD_Result serve_artifact(struct hub *h, struct http_req *req, const
 	return serve(req, s, area.length, strcmp(which, "kernel") == 0 ? "vmlinuz" : "rootfs.img");
 }
 
-enum MHD_Result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled)
+enum http_result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled)
 {
 	const char *p = req->path;
 	char a[2048], b[128], c[64], d[64];
@@ -402,7 +400,7 @@ enum MHD_Result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled)
 		    strncmp(p, "/boot-artifacts/", 16) == 0)
 			return reply_text(req, 405, "method not allowed");
 		*handled = false;
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	if (sscanf(p, "/byapikey/%2047[^/]/%127[^/]/%63[^/]/%63s", a, b, c, d) == 4)
 		return serve_iso(h, req, a, b, c, d);
@@ -411,48 +409,44 @@ enum MHD_Result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled)
 	if (sscanf(p, "/boot-artifacts/%63s", c) == 1)
 		return serve_artifact(h, req, c);
 	*handled = false;
-	return MHD_NO;
+	return HTTP_NO;
 }
 
 /* --- $API/infra-envs/<id>/downloads/files (image.md §3, §5) ---------------- */
 
 /* A file, whole, as upstream's downloads: attachment; Last-Modified = when
- * the InfraEnv's image was generated (its createdTime).  mode: whether the
- * response copies body (MUST_COPY) or takes it over (MUST_FREE: a large
- * body is not copied; it is freed even when this fails). */
-static enum MHD_Result reply_file_mode(struct http_req *req, char *body, size_t len, const char *filename,
-				       const json_t *ie, enum MHD_ResponseMemoryMode mode)
+ * the InfraEnv's image was generated (its createdTime).  take: whether the
+ * response takes body over (a large body is not copied; it is freed even
+ * when this fails) or copies it. */
+static enum http_result reply_file_mode(struct http_req *req, char *body, size_t len, const char *filename,
+				       const json_t *ie, bool take)
 {
 	const char *created = json_string_value(json_object_get(json_object_get(ie, "status"), "createdTime"));
-	struct MHD_Response *resp;
-	enum MHD_Result r;
+	struct http_response *resp = http_response_new(200, "application/octet-stream");
 	char hdr[256];
 	time_t t = 0;
 	struct tm tm;
 
-	resp = MHD_create_response_from_buffer(len, body, mode);
-	if (!resp) {
-		if (mode == MHD_RESPMEM_MUST_FREE)
+	if (!resp || (take ? http_response_take_body(resp, body, len) : http_response_set_body(resp, body, len)) < 0) {
+		if (take && !resp)
 			free(body);
-		return MHD_NO;
+		http_response_free(resp);
+		return HTTP_NO;
 	}
 	if (!created || util_parse_rfc3339(created, &t) < 0)
 		t = time(NULL);
 	gmtime_r(&t, &tm);
 	strftime(hdr, sizeof(hdr), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-	MHD_add_response_header(resp, "Last-Modified", hdr);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+	http_response_add_header(resp, "Last-Modified", hdr);
 	snprintf(hdr, sizeof(hdr), "attachment; filename=\"%s\"", filename);
-	MHD_add_response_header(resp, "Content-Disposition", hdr);
-	r = MHD_queue_response(req->conn, 200, resp);
-	MHD_destroy_response(resp);
-	return r;
+	http_response_add_header(resp, "Content-Disposition", hdr);
+	return http_send(req, resp);
 }
 
-static enum MHD_Result reply_file(struct http_req *req, const char *body, size_t len, const char *filename,
+static enum http_result reply_file(struct http_req *req, const char *body, size_t len, const char *filename,
 				  const json_t *ie)
 {
-	return reply_file_mode(req, (char *)body, len, filename, ie, MHD_RESPMEM_MUST_COPY);
+	return reply_file_mode(req, (char *)body, len, filename, ie, false);
 }
 
 static bool mac_ok(const char *m)
@@ -508,7 +502,7 @@ static int mac_visit(const store_obj *so, void *userdata)
 /* boot-order-control: a host that is installed (or past the point of
  * writing its disk) boots from its disk: 404 makes iPXE fall through to
  * the next boot device (image.md §5.2).  0 = boot discovery. */
-static int mac_gate(struct hub *h, struct http_req *req, const json_t *ie, const char *mac, enum MHD_Result *res)
+static int mac_gate(struct hub *h, struct http_req *req, const json_t *ie, const char *mac, enum http_result *res)
 {
 	static const char *const past_disk[] = { "Done", "Configuring", "Joined", "Rebooting", "Waiting for ignition" };
 	const json_t *meta = json_object_get(ie, "metadata");
@@ -546,14 +540,14 @@ static int mac_gate(struct hub *h, struct http_req *req, const json_t *ie, const
 	return 0;
 }
 
-static enum MHD_Result serve_ipxe(struct hub *h, struct http_req *req, const json_t *ie, const char *type)
+static enum http_result serve_ipxe(struct hub *h, struct http_req *req, const json_t *ie, const char *type)
 {
 	const json_t *spec = json_object_get(ie, "spec"), *meta = json_object_get(ie, "metadata");
 	const char *mac = http_query(req, "mac");
 	const struct os_image *os;
 	json_t *ba = NULL;
 	char *token = NULL, *kargs = NULL, *script = NULL;
-	enum MHD_Result res;
+	enum http_result res;
 	ah_err err;
 	int r;
 
@@ -609,11 +603,11 @@ static enum MHD_Result serve_ipxe(struct hub *h, struct http_req *req, const jso
 	return res;
 }
 
-static enum MHD_Result serve_ignition(struct hub *h, struct http_req *req, const json_t *ie)
+static enum http_result serve_ignition(struct hub *h, struct http_req *req, const json_t *ie)
 {
 	char *ign = NULL;
 	size_t len = 0;
-	enum MHD_Result res;
+	enum http_result res;
 	ah_err err;
 
 	ah_err_clear(&err);
@@ -628,7 +622,7 @@ static enum MHD_Result serve_ignition(struct hub *h, struct http_req *req, const
 /* The NetworkManager keyfiles and MAC maps of the selected NMStateConfigs
  * as upstream's debug archive (image.md §4.4): a tar, built in memory from
  * the same bundle the image carries. */
-static enum MHD_Result serve_static_network(struct hub *h, struct http_req *req, const json_t *ie)
+static enum http_result serve_static_network(struct hub *h, struct http_req *req, const json_t *ie)
 {
 	const char *uid = json_string_value(json_object_get(json_object_get(ie, "metadata"), "uid"));
 	char *tar = NULL, fname[128];
@@ -641,24 +635,24 @@ static enum MHD_Result serve_static_network(struct hub *h, struct http_req *req,
 	if (!tar)
 		return hub_reply_error(req, 404, "infra-env %s has no static network configuration", uid);
 	snprintf(fname, sizeof(fname), "%s-static-network-config.tar", uid);
-	return reply_file_mode(req, tar, len, fname, ie, MHD_RESPMEM_MUST_FREE);
+	return reply_file_mode(req, tar, len, fname, ie, true);
 }
 
-enum MHD_Result hub_downloads(struct hub *h, struct http_req *req, bool *handled)
+enum http_result hub_downloads(struct hub *h, struct http_req *req, bool *handled)
 {
 	static const char prefix[] = API_PREFIX "/infra-envs/";
 	const char *p = req->path, *file, *type, *iso_type;
 	char id[64], rest[32];
 	json_t *ie = NULL;
-	enum MHD_Result res;
+	enum http_result res;
 	int n = 0;
 
 	*handled = false;
 	if (strncmp(p, prefix, sizeof(prefix) - 1) != 0)
-		return MHD_NO;
+		return HTTP_NO;
 	if (sscanf(p + sizeof(prefix) - 1, "%63[^/]/%31s%n", id, rest, &n) != 2 ||
 	    p[sizeof(prefix) - 1 + (size_t)n] != '\0' || strcmp(rest, "downloads/files") != 0)
-		return MHD_NO;
+		return HTTP_NO;
 	*handled = true;
 	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
 		return hub_reply_error(req, 405, "method %s is not allowed, but [GET] are", req->method);

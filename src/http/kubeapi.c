@@ -10,6 +10,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +41,29 @@ struct kubeapi {
 	char *openapi_index;
 	struct rbac *rbac;
 	struct auth_cache *tokens;
+	pthread_t waker;
+	bool waker_started;
+	atomic_bool waker_stop;
 };
+
+/* Watches wait suspended (no thread each); this thread wakes them when the
+ * store's revision moves. */
+static void *waker_main(void *arg)
+{
+	struct kubeapi *ka = arg;
+	store *s = kube_api_store(ka->api);
+	int64_t rev = store_current_rev(s);
+
+	while (!atomic_load(&ka->waker_stop)) {
+		int64_t now = store_wait(s, rev, 1000);
+
+		if (now != rev) {
+			rev = now;
+			http_streams_wake();
+		}
+	}
+	return NULL;
+}
 
 int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct kubeapi **ret)
 {
@@ -69,6 +93,11 @@ int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct ku
 	}
 	if (!ka->opts.max_watch_seconds)
 		ka->opts.max_watch_seconds = 1800;
+	if (pthread_create(&ka->waker, NULL, waker_main, ka) != 0) {
+		free(ka);
+		return -EAGAIN;
+	}
+	ka->waker_started = true;
 	*ret = ka;
 	return 0;
 }
@@ -77,6 +106,11 @@ void kubeapi_free(struct kubeapi *ka)
 {
 	if (!ka)
 		return;
+	if (ka->waker_started) {
+		atomic_store(&ka->waker_stop, true);
+		store_wake_all(kube_api_store(ka->api));
+		pthread_join(ka->waker, NULL);
+	}
 	free(ka->openapi_index);
 	rbac_free(ka->rbac);
 	auth_cache_free(ka->tokens);
@@ -118,19 +152,19 @@ static json_t *status_json(const ah_err *err, const char *group, const char *kin
 	return st;
 }
 
-enum MHD_Result kubeapi_reply_status(struct http_req *req, const ah_err *err, const char *group,
+enum http_result kubeapi_reply_status(struct http_req *req, const ah_err *err, const char *group,
 				     const char *kind_plural, const char *name, json_t *causes)
 {
 	json_t *st = status_json(err, group, kind_plural, name, causes);
-	enum MHD_Result r = http_reply_json(req, err->status ? (unsigned)err->status : 500, st);
+	enum http_result r = http_reply_json(req, err->status ? (unsigned)err->status : 500, st);
 
 	json_decref(st);
 	return r;
 }
 
-static enum MHD_Result reply_err(struct http_req *req, int status, const char *reason,
+static enum http_result reply_err(struct http_req *req, int status, const char *reason,
 				 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static enum MHD_Result reply_err(struct http_req *req, int status, const char *reason,
+static enum http_result reply_err(struct http_req *req, int status, const char *reason,
 				 const char *fmt, ...)
 {
 	ah_err err;
@@ -144,13 +178,13 @@ static enum MHD_Result reply_err(struct http_req *req, int status, const char *r
 
 /* --- discovery ----------------------------------------------------------- */
 
-static enum MHD_Result reply_version(struct http_req *req)
+static enum http_result reply_version(struct http_req *req)
 {
 	json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "31",
 			      "gitVersion", "v1.31.0+agenthub", "gitCommit", "", "gitTreeState", "clean",
 			      "buildDate", "2026-11-21T00:00:00Z", "goVersion", "", "compiler", "gcc",
 			      "platform", "linux/amd64");
-	enum MHD_Result r = http_reply_json(req, 200, v);
+	enum http_result r = http_reply_json(req, 200, v);
 
 	json_decref(v);
 	return r;
@@ -176,11 +210,11 @@ static json_t *resource_entry(const struct kube_kind *k, bool status)
 	return e;
 }
 
-static enum MHD_Result reply_resource_list(struct kubeapi *ka, struct http_req *req,
+static enum http_result reply_resource_list(struct kubeapi *ka, struct http_req *req,
 					   const char *group, const char *version)
 {
 	json_t *list = json_array(), *doc;
-	enum MHD_Result r;
+	enum http_result r;
 	size_t i;
 	char gv[256];
 	bool any = false;
@@ -249,10 +283,10 @@ static json_t *all_groups(struct kubeapi *ka)
 	return groups;
 }
 
-static enum MHD_Result reply_group(struct kubeapi *ka, struct http_req *req, const char *group)
+static enum http_result reply_group(struct kubeapi *ka, struct http_req *req, const char *group)
 {
 	json_t *groups = all_groups(ka), *g;
-	enum MHD_Result r;
+	enum http_result r;
 	size_t i;
 
 	json_array_foreach(groups, i, g) {
@@ -268,10 +302,10 @@ static enum MHD_Result reply_group(struct kubeapi *ka, struct http_req *req, con
 	return reply_err(req, 404, "NotFound", "the server could not find the requested resource");
 }
 
-static enum MHD_Result reply_discovery(struct kubeapi *ka, struct http_req *req, const char *path)
+static enum http_result reply_discovery(struct kubeapi *ka, struct http_req *req, const char *path)
 {
 	json_t *doc;
-	enum MHD_Result r;
+	enum http_result r;
 
 	if (strcmp(path, "/api") == 0) {
 		doc = json_pack("{s:s,s:[s],s:[{s:s,s:s}]}", "kind", "APIVersions", "versions", "v1",
@@ -486,7 +520,7 @@ static json_t *openapi_doc(struct kubeapi *ka, const char *group, const char *ve
  * stays a document without definitions, which makes kubectl skip those checks
  * and leave validation to the server (fieldValidation), which knows every
  * schema. */
-static enum MHD_Result reply_openapi_v2(struct kubeapi *ka, struct http_req *req)
+static enum http_result reply_openapi_v2(struct kubeapi *ka, struct http_req *req)
 {
 	static const char pb[] = "\x0a\x03" "2.0" "\x12\x13" "\x0a\x08" "agenthub" "\x12\x07" "v1.31.0";
 	const char *accept = http_header(req, "Accept");
@@ -519,7 +553,7 @@ static enum MHD_Result reply_openapi_v2(struct kubeapi *ka, struct http_req *req
 	text = json_dumps(doc, JSON_COMPACT);
 	json_decref(doc);
 	if (!text)
-		return MHD_NO;
+		return HTTP_NO;
 	/* swagger 2.0 references live under #/definitions/. */
 	for (p = text;;) {
 		char *q = strstr(p, "#/components/schemas/");
@@ -535,13 +569,13 @@ static enum MHD_Result reply_openapi_v2(struct kubeapi *ka, struct http_req *req
 	free(text);
 	text = strbuf_detach(&sb, &len);
 	if (!text)
-		return MHD_NO;
+		return HTTP_NO;
 	return http_reply_owned(req, 200, "application/json", text, len);
 }
 
-static enum MHD_Result reply_openapi(struct kubeapi *ka, struct http_req *req, const char *path)
+static enum http_result reply_openapi(struct kubeapi *ka, struct http_req *req, const char *path)
 {
-	enum MHD_Result r;
+	enum http_result r;
 	json_t *doc;
 
 	if (strcmp(path, "/openapi/v2") == 0)
@@ -709,13 +743,6 @@ static enum table_include table_include_param(struct http_req *req)
 	return TABLE_INCLUDE_METADATA;
 }
 
-static void add_warnings(struct http_req *req, json_t *warnings, struct MHD_Response *resp)
-{
-	(void)req;
-	(void)warnings;
-	(void)resp;
-}
-
 /* A kind served from another kind's storage (events.k8s.io Events) reads
  * and writes through the stored kind; objects are converted at the edge. */
 #define STORED(k) ((k)->stored_as ? (k)->stored_as : (k))
@@ -773,11 +800,10 @@ static char *text_from_stored(const struct kube_kind *k, const char *text, size_
 /* Reply with an object, as JSON or as a one-row Table. */
 /* text (taken, may be NULL): obj's JSON text when the caller has it, sent
  * as is unless a Table was asked for. */
-static enum MHD_Result reply_object(struct http_req *req, const struct kube_kind *k, unsigned status,
+static enum http_result reply_object(struct http_req *req, const struct kube_kind *k, unsigned status,
 				    const json_t *obj, json_t *warnings, char *text, size_t text_len)
 {
-	struct MHD_Response *resp;
-	enum MHD_Result r;
+	struct http_response *resp;
 	size_t len;
 	char *s;
 
@@ -822,13 +848,13 @@ static enum MHD_Result reply_object(struct http_req *req, const struct kube_kind
 	if (s != text)
 		free(text);
 	if (!s)
-		return MHD_NO;
-	resp = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
+		return HTTP_NO;
+	resp = http_response_new(status, "application/json");
 	if (!resp) {
 		free(s);
-		return MHD_NO;
+		return HTTP_NO;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	http_response_take_body(resp, s, len);
 	if (warnings) {
 		size_t i;
 		json_t *w;
@@ -848,21 +874,19 @@ static enum MHD_Result reply_object(struct http_req *req, const struct kube_kind
 			}
 			hdr[n++] = '"';
 			hdr[n] = '\0';
-			MHD_add_response_header(resp, "Warning", hdr);
+			/* Past the response's header bound the rest are dropped. */
+			http_response_add_header(resp, "Warning", hdr);
 		}
 	}
-	add_warnings(req, warnings, resp);
-	r = MHD_queue_response(req->conn, status, resp);
-	MHD_destroy_response(resp);
-	return r;
+	return http_send(req, resp);
 }
 
-static enum MHD_Result reply_kerr(struct http_req *req, const struct target *t, const ah_err *err,
+static enum http_result reply_kerr(struct http_req *req, const struct target *t, const ah_err *err,
 				  const char *name, json_t *causes)
 {
 	const struct kube_kind *k = t->k;
 	json_t *st;
-	enum MHD_Result r;
+	enum http_result r;
 
 	/* Invalid errors name the kind (as the API server does); others the resource. */
 	if (k && err->status == 422)
@@ -1201,15 +1225,15 @@ static int parse_selectors(struct http_req *req, const struct kube_kind *k, labe
 	return 0;
 }
 
-static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, const struct target *t);
+static enum http_result handle_watch(struct kubeapi *ka, struct http_req *req, const struct target *t);
 
-static enum MHD_Result handle_list(struct kubeapi *ka, struct http_req *req, const struct target *t)
+static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, const struct target *t)
 {
 	struct list_ctx lc = { .req = req, .k = t->k };
 	const char *limit = http_query(req, "limit"), *cont = http_query(req, "continue");
 	char after_ns[256] = "", after_name[256] = "";
 	int64_t rev = 0, cont_rev = 0;
-	enum MHD_Result res;
+	enum http_result res;
 	ah_err err;
 	int r;
 
@@ -1279,7 +1303,7 @@ static enum MHD_Result handle_list(struct kubeapi *ka, struct http_req *req, con
 		strbuf_release(&lc.out);
 		body = strbuf_detach(&sb, &len);
 		if (!body)
-			return MHD_NO;
+			return HTTP_NO;
 		return http_reply_owned(req, 200, "application/json", body, len);
 	}
 }
@@ -1297,6 +1321,7 @@ static enum MHD_Result handle_list(struct kubeapi *ka, struct http_req *req, con
  * its current state.  The set holds at most the objects that match. */
 struct watch_state {
 	struct kubeapi *ka;
+	struct http_req *req;
 	const struct kube_kind *k;
 	char ns[256];
 	label_selector *ls;
@@ -1483,8 +1508,8 @@ static void watch_gone(struct watch_state *ws)
 	ws->ended = true;
 }
 
-/* Queue a bookmark if one is due; return how long the stream may wait for
- * a write before the next one (at most a second). */
+/* Queue a bookmark if one is due; return how long until the next one (at
+ * most a second). */
 static int watch_due(struct watch_state *ws)
 {
 	int64_t now = util_mono_ms();
@@ -1505,6 +1530,10 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
 	store *s = kube_api_store(ws->ka->api);
 
 	for (;;) {
+		/* Taken before looking at the store, so a write after the look
+		 * wakes this stream even if it has not suspended yet. */
+		unsigned gen = http_streams_gen();
+
 		if (ws->off < ws->pending.len) {
 			size_t n = ws->pending.len - ws->off;
 
@@ -1519,7 +1548,7 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return (ssize_t)n;
 		}
 		if (ws->ended || http_server_stopping() || util_mono_ms() >= ws->deadline_ms)
-			return MHD_CONTENT_READER_END_OF_STREAM;
+			return HTTP_STREAM_END;
 		if (ws->initial) {
 			int64_t rev = 0;
 
@@ -1541,14 +1570,20 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
 				continue;
 			}
 			if (r < 0)
-				return MHD_CONTENT_READER_END_WITH_ERROR;
+				return HTTP_STREAM_ERROR;
 			if (last > ws->rev)
 				ws->rev = last;
 			if (ws->pending.len)
 				continue;
-			store_wait(s, ws->rev, watch_due(ws));
+			/* A bookmark due (the server's one-second tick wakes the
+			 * stream for it)? */
+			watch_due(ws);
 			if (ws->pending.len)
 				continue;
+			/* Nothing yet: give the thread back until a write (or the
+			 * server's one-second tick) wakes the stream. */
+			if (http_stream_suspend(ws->req, gen))
+				return 0;
 		}
 	}
 }
@@ -1572,7 +1607,7 @@ static int parse_bool(const char *v)
 
 /* ListOptions validation of a watch (kube-apiserver's validateWatchOptions):
  * 422 naming ListOptions.meta.k8s.io. */
-static enum MHD_Result reply_list_options_invalid(struct http_req *req, const char *field, const char *reason,
+static enum http_result reply_list_options_invalid(struct http_req *req, const char *field, const char *reason,
 						  const char *detail)
 {
 	json_t *st = json_pack("{s:s,s:s,s:{},s:s,s:s+++++,s:s,s:{s:s,s:s,s:[{s:s,s:s++,s:s}]},s:i}",
@@ -1583,13 +1618,13 @@ static enum MHD_Result reply_list_options_invalid(struct http_req *req, const ch
 			       "causes", "reason", reason, "message",
 			       strcmp(reason, "FieldValueForbidden") == 0 ? "Forbidden" : "Unsupported value", ": ", detail,
 			       "field", field, "code", 422);
-	enum MHD_Result r = http_reply_json(req, 422, st);
+	enum http_result r = http_reply_json(req, 422, st);
 
 	json_decref(st);
 	return r;
 }
 
-static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, const struct target *t)
+static enum http_result handle_watch(struct kubeapi *ka, struct http_req *req, const struct target *t)
 {
 	struct watch_state *ws;
 	const char *rv = http_query(req, "resourceVersion"), *to = http_query(req, "timeoutSeconds");
@@ -1621,16 +1656,17 @@ static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, co
 	}
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)
-		return MHD_NO;
+		return HTTP_NO;
 	if (parse_selectors(req, t->k, &ws->ls, &ws->fs, &err) < 0) {
 		free(ws);
 		return reply_kerr(req, t, &err, NULL, NULL);
 	}
 	if ((ws->ls || ws->fs) && !(ws->matched = json_object())) {
 		watch_free(ws);
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	ws->ka = ka;
+	ws->req = req;
 	ws->k = t->k;
 	snprintf(ws->ns, sizeof(ws->ns), "%s", t->ns);
 	ws->table = wants_table(req);
@@ -1689,10 +1725,10 @@ static enum MHD_Result handle_watch(struct kubeapi *ka, struct http_req *req, co
 
 /* --- CRDs as objects ------------------------------------------------------ */
 
-static enum MHD_Result handle_crd(struct kubeapi *ka, struct http_req *req, const struct target *t)
+static enum http_result handle_crd(struct kubeapi *ka, struct http_req *req, const struct target *t)
 {
 	json_t *items = json_array(), *seen = json_object(), *doc;
-	enum MHD_Result r;
+	enum http_result r;
 	size_t i;
 
 	if (strcmp(req->method, "GET") != 0) {
@@ -1737,7 +1773,7 @@ static enum MHD_Result handle_crd(struct kubeapi *ka, struct http_req *req, cons
 
 /* --- object verbs --------------------------------------------------------- */
 
-static enum MHD_Result handle_delete_collection(struct kubeapi *ka, struct http_req *req,
+static enum http_result handle_delete_collection(struct kubeapi *ka, struct http_req *req,
 						const struct target *t, struct kube_opts *o)
 {
 	struct list_ctx lc = { .req = req, .k = t->k, .table = false };
@@ -1815,13 +1851,13 @@ static const char *patch_media_type(const char *ct, const struct kube_kind *k)
 	return NULL;
 }
 
-static enum MHD_Result handle_resource(struct kubeapi *ka, struct http_req *req, struct target *t)
+static enum http_result handle_resource(struct kubeapi *ka, struct http_req *req, struct target *t)
 {
 	struct kube_opts o = { 0 };
 	char manager[160];
 	json_t *body = NULL, *ret = NULL, *causes = json_array(), *warnings = json_array();
 	const char *m = req->method;
-	enum MHD_Result res;
+	enum http_result res;
 	ah_err err;
 	int r;
 
@@ -2022,7 +2058,7 @@ static void target_attrs(struct http_req *req, const struct target *t, struct rb
 /* Authorize a request: 0 when it may go on (id filled), else a reply was
  * queued and *res holds its result. */
 static int authorize(struct kubeapi *ka, struct http_req *req, const struct target *t,
-		     struct auth_identity *id, enum MHD_Result *res)
+		     struct auth_identity *id, enum http_result *res)
 {
 	struct rbac_attrs a;
 	struct rbac_user u;
@@ -2062,7 +2098,7 @@ static int authorize(struct kubeapi *ka, struct http_req *req, const struct targ
 	return -EACCES;
 }
 
-enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *handled)
+enum http_result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *handled)
 {
 	const char *path = req->path;
 	struct auth_identity id;
@@ -2075,19 +2111,19 @@ enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *h
 		return reply_version(req);
 	if (strncmp(path, "/api", 4) != 0 && strncmp(path, "/openapi", 8) != 0) {
 		*handled = false;
-		return MHD_NO;
+		return HTTP_NO;
 	}
 	if (req->too_big)
 		return reply_err(req, 413, "RequestEntityTooLarge",
 				 "Request entity too large: limit is %zu bytes", req->body.max);
 	if (parse_target(ka, path, &t) < 0) {
-		enum MHD_Result res;
+		enum http_result res;
 
 		/* Discovery, OpenAPI and unknown paths: non-resource requests. */
 		if (authorize(ka, req, NULL, &id, &res) < 0)
 			return res;
 	} else {
-		enum MHD_Result res;
+		enum http_result res;
 		ah_err err;
 
 		if (authorize(ka, req, &t, &id, &res) < 0)
@@ -2128,4 +2164,37 @@ enum MHD_Result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *h
 			return reply_resource_list(ka, req, g, v);
 	}
 	return reply_err(req, 404, "NotFound", "the server could not find the requested resource");
+}
+
+static enum http_result route_kube(void *cls, struct http_req *req)
+{
+	bool handled;
+	enum http_result r = kubeapi_handle(cls, req, &handled);
+
+	return handled ? r : HTTP_NEXT;
+}
+
+int kubeapi_add_routes(struct kubeapi *ka, struct http_router *r)
+{
+	static const char *const patterns[] = {
+		"/healthz", "/readyz", "/livez", "/version", "/version/", "/api/**", "/apis/**", "/openapi/**",
+	};
+
+	for (size_t i = 0; i < sizeof(patterns) / sizeof(patterns[0]); i++) {
+		int e = http_router_add(r, NULL, patterns[i], route_kube, ka);
+
+		if (e < 0)
+			return e;
+	}
+	return 0;
+}
+
+enum http_result kubeapi_not_found(void *cls, struct http_req *req)
+{
+	static const char body[] =
+		"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+		"\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}";
+
+	(void)cls;
+	return http_reply(req, 404, "application/json", body, sizeof(body) - 1);
 }
