@@ -3,6 +3,7 @@
 #include "http/auth.h"
 
 #include <errno.h>
+#include <microhttpd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,7 +308,7 @@ static bool may_impersonate(struct rbac *rb, const struct auth_identity *id, con
 	return rbac_allowed(rb, &u, a);
 }
 
-enum MHD_Result auth_impersonate(struct rbac *rb, struct http_req *req, struct auth_identity *id,
+enum http_result auth_impersonate(struct rbac *rb, struct http_req *req, struct auth_identity *id,
 				 bool *replied)
 {
 	const char *user = http_header(req, "Impersonate-User");
@@ -318,9 +319,10 @@ enum MHD_Result auth_impersonate(struct rbac *rb, struct http_req *req, struct a
 	size_t i;
 
 	*replied = false;
-	MHD_get_connection_values(req->conn, MHD_HEADER_KIND, collect_header, &groups);
+	if (req->conn)
+		MHD_get_connection_values(req->conn, MHD_HEADER_KIND, collect_header, &groups);
 	if (!user && groups.n == 0)
-		return MHD_YES;
+		return HTTP_YES;
 	*replied = true;
 	if (!user || !*user) {
 		ah_err err;
@@ -354,10 +356,10 @@ enum MHD_Result auth_impersonate(struct rbac *rb, struct http_req *req, struct a
 		add_group(&next, "system:authenticated");
 	*id = next;
 	*replied = false;
-	return MHD_YES;
+	return HTTP_YES;
 }
 
-enum MHD_Result auth_reply_forbidden(struct http_req *req, const struct auth_identity *id,
+enum http_result auth_reply_forbidden(struct http_req *req, const struct auth_identity *id,
 				     const struct rbac_attrs *a, const char *qualified_resource)
 {
 	char reason[1200];
@@ -394,7 +396,7 @@ static json_t *body_json(struct http_req *req)
 	return doc;
 }
 
-static enum MHD_Result reply_bad_body(struct http_req *req)
+static enum http_result reply_bad_body(struct http_req *req)
 {
 	ah_err err;
 
@@ -404,7 +406,7 @@ static enum MHD_Result reply_bad_body(struct http_req *req)
 
 /* --- TokenRequest ---------------------------------------------------------- */
 
-enum MHD_Result auth_token_request(struct kube_api *api, const struct creds *c,
+enum http_result auth_token_request(struct kube_api *api, const struct creds *c,
 				   struct http_req *req, const char *ns, const char *name)
 {
 	json_t *body = body_json(req), *spec, *sa = NULL, *claims, *doc, *auds;
@@ -412,7 +414,7 @@ enum MHD_Result auth_token_request(struct kube_api *api, const struct creds *c,
 	const char *uid;
 	char jti[40], exp_ts[40], now_ts[40];
 	time_t now = time(NULL);
-	enum MHD_Result res;
+	enum http_result res;
 	char *token;
 	ah_err err;
 
@@ -474,7 +476,7 @@ enum MHD_Result auth_token_request(struct kube_api *api, const struct creds *c,
 			"creationTimestamp", now_ts, "spec", "audiences", auds, "expirationSeconds",
 			(json_int_t)secs, "boundObjectRef", "status", "token", token, "expirationTimestamp",
 			exp_ts);
-	res = doc ? http_reply_json(req, 201, doc) : MHD_NO;
+	res = doc ? http_reply_json(req, 201, doc) : HTTP_NO;
 	/* The reply holds its own copy: wipe ours. */
 	memset(token, 0, strlen(token));
 	free(token);
@@ -510,12 +512,12 @@ static json_t *rules_review(struct rbac *rb, const struct rbac_user *u, const ch
 	return json_pack("{s:o,s:o,s:b}", "resourceRules", res, "nonResourceRules", nonres, "incomplete", 0);
 }
 
-enum MHD_Result auth_review(struct rbac *rb, struct http_req *req, const struct kube_kind *k,
+enum http_result auth_review(struct rbac *rb, struct http_req *req, const struct kube_kind *k,
 			    const struct auth_identity *id)
 {
 	json_t *body, *spec, *status = NULL;
 	struct rbac_user u;
-	enum MHD_Result res;
+	enum http_result res;
 	ah_err err;
 
 	if (strcmp(req->method, "POST") != 0) {

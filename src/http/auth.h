@@ -63,18 +63,18 @@ int auth_authenticate(struct kube_api *api, const struct creds *c, struct auth_c
  * Returns MHD_YES with *replied false when the request goes on as *id
  * (changed when impersonating); otherwise a 403/400 reply was queued,
  * *replied is true and the return value is the reply's. */
-enum MHD_Result auth_impersonate(struct rbac *rb, struct http_req *req, struct auth_identity *id,
+enum http_result auth_impersonate(struct rbac *rb, struct http_req *req, struct auth_identity *id,
 				 bool *replied);
 
 /* Reply 403 Forbidden for a denied request, in kube-apiserver's words. */
-enum MHD_Result auth_reply_forbidden(struct http_req *req, const struct auth_identity *id,
+enum http_result auth_reply_forbidden(struct http_req *req, const struct auth_identity *id,
 				     const struct rbac_attrs *a, const char *qualified_resource);
 
 /* POST .../serviceaccounts/NAME/token. */
-enum MHD_Result auth_token_request(struct kube_api *api, const struct creds *c,
+enum http_result auth_token_request(struct kube_api *api, const struct creds *c,
 				   struct http_req *req, const char *ns, const char *name);
 /* POST of a review kind (k->review). */
-enum MHD_Result auth_review(struct rbac *rb, struct http_req *req, const struct kube_kind *k,
+enum http_result auth_review(struct rbac *rb, struct http_req *req, const struct kube_kind *k,
 			    const struct auth_identity *id);
 
 /* After a write to a namespace (name, or NULL to read it from the request

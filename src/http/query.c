@@ -2,6 +2,7 @@
 #include "http/query.h"
 
 #include <errno.h>
+#include <microhttpd.h>
 #include <string.h>
 
 struct nul_scan {

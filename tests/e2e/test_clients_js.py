@@ -22,11 +22,6 @@ def test_client_node_crud_and_informer(module_hub):
     r = subprocess.run([node, "agents.mjs", str(module_hub.kubeconfig), ns], cwd=JS_DIR,
                        capture_output=True, text=True, timeout=120)
     out = r.stdout + r.stderr
-    if r.returncode == 3:
-        # Everything passed but the DELETED a label-selector watch owes an
-        # object that leaves the selection: the watch-selector work.
-        pytest.xfail("watch with a label selector sends no DELETED when an object leaves "
-                     "the selection (watch selector semantics, another branch)\n" + out)
     assert r.returncode == 0, out
     for step in ("create returns the stored object", "merge patch", "json patch", "replace",
                  "list with a label selector", "delete (then 404)", "informer sees add",
