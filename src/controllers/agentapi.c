@@ -344,49 +344,6 @@ static int read_ignition_token(void *opaque, const char *ns, const char *name, c
 	return 0;
 }
 
-void hub_token_ref_note(struct hub *h, const char *agent_ns, const char *agent_name, const json_t *ref)
-{
-	const char *ns = jstr(ref, "namespace"), *name = jstr(ref, "name");
-	char key[520], secret[520];
-	const char *old;
-
-	snprintf(key, sizeof(key), "%s/%s", agent_ns ? agent_ns : "", agent_name ? agent_name : "");
-	snprintf(secret, sizeof(secret), "%s/%s", ns ? ns : "", name ? name : "");
-	pthread_mutex_lock(&h->lock);
-	old = h->token_refs ? json_string_value(json_object_get(h->token_refs, key)) : NULL;
-	if (!json_is_object(ref) || !h->token_refs)
-		json_object_del(h->token_refs, key);
-	else if (!old || strcmp(old, secret) != 0)
-		json_object_set_new(h->token_refs, key, json_string(secret));
-	pthread_mutex_unlock(&h->lock);
-}
-
-void hub_token_secret_changed(struct hub *h, const char *ns, const char *name)
-{
-	json_t *due = json_array(), *v;
-	const char *key;
-	char secret[520];
-	size_t i;
-
-	if (!due)
-		return;
-	snprintf(secret, sizeof(secret), "%s/%s", ns ? ns : "", name ? name : "");
-	pthread_mutex_lock(&h->lock);
-	if (h->token_refs)
-		json_object_foreach(h->token_refs, key, v)
-			if (json_string_value(v) && strcmp(json_string_value(v), secret) == 0)
-				json_array_append_new(due, json_string(key));
-	pthread_mutex_unlock(&h->lock);
-	/* Enqueue outside h->lock: the queue has a lock of its own. */
-	json_array_foreach(due, i, v) {
-		char ans[256], aname[256];
-
-		if (sscanf(json_string_value(v), "%255[^/]/%255s", ans, aname) == 2)
-			hub_enqueue(h, "agent", ans, aname);
-	}
-	json_decref(due);
-}
-
 /* Apply the Agent's spec to host (kubeapi.md §4.4 step 8).  Returns whether
  * host changed; *ret_failed with err set when a value is bad (then nothing
  * is applied: InputError), the ignition token Secret cannot be read, or the
@@ -404,8 +361,6 @@ static bool spec_sync(struct hub *h, const json_t *agent, json_t *host, bool *re
 	};
 	bool changed = false;
 
-	hub_token_ref_note(h, jstr(meta, "namespace"), jstr(meta, "name"),
-			   json_object_get(spec, "ignitionEndpointTokenReference"));
 	*ret_failed = agent_spec_apply(host, spec, &ctx, &changed, err) < 0;
 	if (changed && applied_save(h, agent, host, err) < 0)
 		*ret_failed = true;
@@ -566,6 +521,129 @@ static void lease_note_status(struct host_lease *l, const json_t *agent)
 	}
 }
 
+/* --- the host's state record (HOSTSTATE_RESOURCE) -------------------------- */
+
+/* The facts a state record keeps: the step results later passes decide on
+ * (the host's clock, "timestamp", changes every poll and is left out). */
+static const char *const state_fact_keys[] = { "ntp_sources", "domain_resolutions", "connectivity",
+					       "disks_info", "images_status", "discovery_agent_version",
+					       "api_vip_connectivity", NULL };
+
+/* The record of the Agent's host, when it is the Agent's (same uid); else NULL. */
+static json_t *state_read(struct hub *h, const json_t *agent)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+	store_obj *so = NULL;
+	json_t *rec = NULL;
+
+	if (!jstr(meta, "namespace") || !jstr(meta, "name") ||
+	    store_get(h->store, HOSTSTATE_RESOURCE, jstr(meta, "namespace"), jstr(meta, "name"), &so) < 0)
+		return NULL;
+	rec = json_loadb(so->json, so->len, 0, NULL);
+	store_obj_free(so);
+	if (!rec || !jstr(rec, "uid") || !jstr(meta, "uid") || strcmp(jstr(rec, "uid"), jstr(meta, "uid")) != 0) {
+		json_decref(rec);
+		return NULL;
+	}
+	return rec;
+}
+
+/* Take over what the record says (caller holds h->lock): the check-in time
+ * (no earlier than this process's start: the host could not call while we
+ * were down), the time of the status change if the Agent still shows that
+ * status, and the facts. */
+static void state_apply(struct hub *h, struct host_lease *l, const json_t *agent, const json_t *rec)
+{
+	const char *st = jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state");
+	const json_t *facts = json_object_get(rec, "facts");
+	int64_t cin = json_integer_value(json_object_get(rec, "checkedInAt"));
+	int64_t sua = json_integer_value(json_object_get(rec, "statusUpdatedAt"));
+	const char *k;
+	json_t *v;
+
+	if (cin > 0)
+		l->checked_in_at = cin > h->started_at ? cin : h->started_at;
+	l->saved_checked_in_at = cin;
+	if (st && jstr(rec, "status") && strcmp(jstr(rec, "status"), st) == 0 && sua > 0 &&
+	    strlen(st) < sizeof(l->last_status)) {
+		snprintf(l->last_status, sizeof(l->last_status), "%s", st);
+		l->status_updated_at = sua;
+		l->saved_status_updated_at = sua;
+	}
+	json_object_foreach((json_t *)facts, k, v)
+		if (!json_object_get(l->facts, k))
+			json_object_set(l->facts, k, v);
+	l->saved_facts_gen = l->facts_gen;
+}
+
+/* The check-in time is written only when it moved by more than this: a
+ * quarter of the disconnection timeout (at least a second), so a host that
+ * polls every few seconds costs one small write a few times per timeout. */
+static int64_t checkin_step_s(const struct hub *h)
+{
+	int64_t s = h->cfg.host_disconnect_timeout_s / 4;
+
+	return s > 0 ? s : 1;
+}
+
+/* Write the host's state record if what it holds moved (a status change,
+ * new facts, the check-in time by more than checkin_step_s()).  One write
+ * at a time per host; a failed write is tried again on the next pass.
+ * Best effort: the host's calls never fail on it. */
+static void state_persist(struct hub *h, const char *ns, const char *id)
+{
+	struct host_lease *l;
+	struct text_render tr = { NULL };
+	int64_t cin = 0, sua = 0;
+	uint64_t gen = 0;
+	json_t *rec = NULL;
+	int r;
+
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, ns, id);
+	if (l && l->state_loaded && !l->state_writing && l->uid[0] &&
+	    (l->status_updated_at != l->saved_status_updated_at || l->facts_gen != l->saved_facts_gen ||
+	     l->checked_in_at - l->saved_checked_in_at >= checkin_step_s(h))) {
+		json_t *facts = json_object();
+		const char *const *k;
+
+		for (k = state_fact_keys; facts && *k; k++)
+			if (json_object_get(l->facts, *k))
+				json_object_set(facts, *k, json_object_get(l->facts, *k));
+		rec = json_pack("{s:s,s:I,s:s,s:I,s:o*}", "uid", l->uid, "checkedInAt", (json_int_t)l->checked_in_at,
+				"status", l->last_status, "statusUpdatedAt", (json_int_t)l->status_updated_at, "facts",
+				facts);
+		cin = l->checked_in_at;
+		sua = l->status_updated_at;
+		gen = l->facts_gen;
+		l->state_writing = rec != NULL;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (!rec)
+		return;
+	tr.text = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(rec);
+	r = tr.text ? store_update(h->store, HOSTSTATE_RESOURCE, ns, id, 0, hub_render_text, &tr, NULL) : -ENOMEM;
+	if (r == -ENOENT)
+		r = store_create(h->store, HOSTSTATE_RESOURCE, ns, id, hub_render_text, &tr, NULL);
+	if (r == -EEXIST)
+		r = store_update(h->store, HOSTSTATE_RESOURCE, ns, id, 0, hub_render_text, &tr, NULL);
+	free(tr.text);
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, ns, id);
+	if (l) {
+		l->state_writing = false;
+		if (r == 0) {
+			l->saved_checked_in_at = cin;
+			l->saved_status_updated_at = sua;
+			l->saved_facts_gen = gen;
+		}
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (r < 0)
+		log_warn("host %s/%s: keeping its state: %s", ns, id, strerror(-r));
+}
+
 enum lease_use {
 	LEASE_KEEP,     /* a pass of our own: the host did not call */
 	LEASE_TOUCH,    /* the host called: it checked in now */
@@ -579,23 +657,32 @@ static json_t *host_of(struct hub *h, const json_t *agent, const char *ie_id, en
 {
 	const json_t *meta = json_object_get(agent, "metadata");
 	const char *ns = jstr(meta, "namespace"), *id = jstr(meta, "name");
-	json_t *rec = NULL, *host = NULL;
+	json_t *rec = NULL, *host = NULL, *state = NULL;
 	struct host_lease *l;
-	bool need;
+	bool need, need_state;
 
 	if (!ns || !id)
 		return NULL;
 	pthread_mutex_lock(&h->lock);
 	l = lease_get(h, id, ns, ie_id);
 	need = l && !l->applied;
+	need_state = l && !l->state_loaded;
 	pthread_mutex_unlock(&h->lock);
 	if (need && !(rec = applied_read(h, agent)))
 		return NULL;
+	if (need_state)
+		state = state_read(h, agent);
 	pthread_mutex_lock(&h->lock);
 	l = lease_get(h, id, ns, ie_id);
 	if (l && !l->applied) {
 		l->applied = rec;
 		rec = NULL;
+	}
+	if (l && need_state && !l->state_loaded) {
+		snprintf(l->uid, sizeof(l->uid), "%s", jstr(meta, "uid") ? jstr(meta, "uid") : "");
+		if (state)
+			state_apply(h, l, agent, state);
+		l->state_loaded = true;
 	}
 	if (l && l->applied) {
 		if (use != LEASE_KEEP)
@@ -611,6 +698,8 @@ static json_t *host_of(struct hub *h, const json_t *agent, const char *ie_id, en
 	}
 	pthread_mutex_unlock(&h->lock);
 	json_decref(rec);
+	json_decref(state);
+	state_persist(h, ns, id);
 	return host;
 }
 
@@ -1075,7 +1164,7 @@ static int spoke_cleanup(struct hub *h, const json_t *agent, json_t *host)
 			if (r < 0) {
 				json_decref(sec);
 				json_object_set_new(host, "spoke_cleanup_error", json_string(err.message));
-				hub_enqueue_after(h, "agent", jstr(meta, "namespace"), jstr(meta, "name"), SPOKE_RETRY_MS);
+				rt_enqueue_after(h->c_agent, jstr(meta, "namespace"), jstr(meta, "name"), SPOKE_RETRY_MS);
 				return 0;
 			}
 			log_info("agent %s/%s: node %s deleted from the cluster of %s", jstr(meta, "namespace"),
@@ -1255,6 +1344,7 @@ static bool quick_poll(struct hub *h, const json_t *ie, const char *host_id, con
 	store_obj_free(so);
 	if (!status[0])
 		return false;
+	state_persist(h, ns, host_id);
 	host = json_pack("{s:s, s:s}", "id", host_id, "status", status);
 	*ret_steps = host ? host_next_steps(host, false, sctx) : NULL;
 	json_decref(host);
@@ -1577,7 +1667,7 @@ static enum MHD_Result do_step_reply(struct hub *h, struct http_req *req, const 
 			store_obj_free(so);
 			if (u == 0 && jstr(host, "bound_cd") &&
 			    sscanf(jstr(host, "bound_cd"), "%255[^/]/%255s", cdns, cdname) == 2)
-				hub_enqueue(h, "cd", cdns, cdname);
+				rt_enqueue(h->c_cd, cdns, cdname);
 			if (u != -ESTALE)
 				break;
 		}
@@ -1871,6 +1961,73 @@ void hub_forget_host(struct hub *h, const char *ns, const char *name)
 	pthread_mutex_unlock(&h->lock);
 	if (l)
 		lease_free(l);
-	/* The applied spec goes with its Agent (a missing record is fine). */
+	/* The applied spec and the state record go with their Agent (a
+	 * missing record is fine). */
 	store_delete(h->store, HOSTSPEC_RESOURCE, ns, name, 0, hub_render_text, &tr, NULL);
+	store_delete(h->store, HOSTSTATE_RESOURCE, ns, name, 0, hub_render_text, &tr, NULL);
+}
+
+/* --- registration ----------------------------------------------------------- */
+
+static struct rt_result reconcile(void *ctx, const struct rt_key *key)
+{
+	return rt_from_errno(hub_reconcile_agent(ctx, key->ns, key->name));
+}
+
+/* Our own status writes come back here too; reconciling them finds
+ * nothing to write.  An Agent without a registered host (or one being
+ * deleted) has nothing to reconcile: skipping it here saves a read per
+ * write of such Agents.  A deleted Agent takes what was kept of its host. */
+static void agent_event(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	if (ev->so->type == STORE_DELETED)
+		hub_forget_host(ctx, ev->so->ns, ev->so->name);
+	else if (!ev->obj || hub_agent_reconcilable(ev->obj))
+		rt_enqueue(c, ev->so->ns, ev->so->name);
+}
+
+/* The ignition token Secret an Agent names (kubeapi.md §4.4 watches a
+ * Secret → the Agents whose ignitionEndpointTokenReference names it). */
+static void token_secret_index(const json_t *agent, json_t *out)
+{
+	const json_t *ref = json_object_get(json_object_get(agent, "spec"), "ignitionEndpointTokenReference");
+	const char *ns = jstr(ref, "namespace"), *name = jstr(ref, "name");
+	char key[600];
+
+	if (json_is_object(ref)) {
+		snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name ? name : "");
+		json_array_append_new(out, json_string(key));
+	}
+}
+
+static void secret_to_agents(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	struct hub *h = ctx;
+	json_t *pairs, *p;
+	char key[600];
+	size_t i;
+
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
+	pairs = rt_cache_list_by(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_TOKEN, key);
+	json_array_foreach(pairs, i, p)
+		rt_enqueue(c, json_string_value(json_array_get(p, 0)), json_string_value(json_array_get(p, 1)));
+	json_decref(pairs);
+}
+
+int hub_agent_register(struct hub *h)
+{
+	struct rt_controller_def d = {
+		.name = "Agent",
+		.reconcile = reconcile,
+		.ctx = h,
+		.watches = {
+			{ .resource = h->k_agent->store_key, .map = RT_MAP_FN, .fn = agent_event },
+			{ .resource = "secrets", .map = RT_MAP_FN, .fn = secret_to_agents },
+		},
+	};
+	int r = rt_register(h->rt, &d, &h->c_agent);
+
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_TOKEN, token_secret_index);
+	return r;
 }

@@ -634,6 +634,25 @@ int rt_cache_keys_ns(struct rt *rt, const char *resource, const char *ns, rt_key
 	return 0;
 }
 
+int rt_cache_keys_all(struct rt *rt, const char *resource, rt_key_visit_fn visit, void *ud)
+{
+	struct rt_cres *cr = cres_find(rt, resource);
+	const char *ns, *name;
+	json_t *set, *v;
+
+	if (!cr)
+		return -ENOENT;
+	pthread_mutex_lock(&rt->clock);
+	json_object_foreach(cr->by_ns, ns, set) {
+		json_object_foreach(set, name, v)
+			if (visit(ns, name, ud))
+				goto out;
+	}
+out:
+	pthread_mutex_unlock(&rt->clock);
+	return 0;
+}
+
 int rt_cache_keys_by(struct rt *rt, const char *resource, const char *index, const char *val,
 		     rt_key_visit_fn visit, void *ud)
 {
@@ -734,7 +753,7 @@ void rt_feed(struct rt *rt, const store_obj *so)
 {
 	struct rt_cres *cr = cres_find(rt, so->resource);
 	struct rt_event ev = { .so = so };
-	json_t *obj = NULL;
+	json_t *obj = NULL, *old = NULL;
 	char k[RT_NS_MAX + RT_NAME_MAX + 2];
 
 	if (!cr && !watched(rt, so->resource))
@@ -744,6 +763,14 @@ void rt_feed(struct rt *rt, const store_obj *so)
 	if (cr && strlen(so->ns) <= RT_NS_MAX && strlen(so->name) <= RT_NAME_MAX) {
 		snprintf(k, sizeof(k), "%s/%s", so->ns, so->name);
 		pthread_mutex_lock(&rt->clock);
+		if (cr->nidx && json_object_get(cr->vals, k)) {
+			json_t *vals = json_object_get(cr->vals, k);
+			size_t i;
+
+			old = json_object();
+			for (i = 0; old && i < cr->nidx; i++)
+				json_object_set(old, cr->idx[i].name, json_array_get(vals, i));
+		}
 		if (so->type == STORE_DELETED || !obj)
 			cres_remove(cr, so->ns, so->name, k);
 		else
@@ -753,8 +780,10 @@ void rt_feed(struct rt *rt, const store_obj *so)
 	pthread_mutex_lock(&rt->lock);
 	rt->events++;
 	pthread_mutex_unlock(&rt->lock);
+	ev.old_index = old;
 	map_event(rt, &ev);
 	json_decref(obj);
+	json_decref(old);
 }
 
 static int feed_visit(const store_obj *so, void *ud)
@@ -887,6 +916,25 @@ int rt_register(struct rt *rt, const struct rt_controller_def *def, struct rt_co
 	rt->ctl[rt->nctl++] = c;
 	if (ret)
 		*ret = c;
+	return 0;
+}
+
+const json_t *rt_event_old_index(const struct rt_event *ev, const char *index)
+{
+	return ev->old_index ? json_object_get(ev->old_index, index) : NULL;
+}
+
+int rt_watch_add(struct rt_controller *c, const struct rt_watch *w)
+{
+	size_t j;
+
+	if (c->rt->started)
+		return -EINVAL;
+	for (j = 0; j < RT_MAX_WATCHES && c->def.watches[j].resource; j++)
+		;
+	if (j == RT_MAX_WATCHES)
+		return -E2BIG;
+	c->def.watches[j] = *w;
 	return 0;
 }
 

@@ -108,7 +108,14 @@ struct rt_controller;
 struct rt_event {
 	const store_obj *so;
 	const json_t *obj;
+	const json_t *old_index; /* cached resources: {index name: [values]} the
+				  * object had before this event (an update
+				  * that moved it tells its old place); NULL
+				  * when it was not cached */
 };
+
+/* The values of index the object had before ev (borrowed; NULL = none). */
+const json_t *rt_event_old_index(const struct rt_event *ev, const char *index);
 
 typedef struct rt_result (*rt_reconcile_fn)(void *ctx, const struct rt_key *key);
 /* Map one event to keys: call rt_enqueue(c, ...) for each. */
@@ -149,6 +156,9 @@ void rt_free(struct rt *rt);
 int rt_register(struct rt *rt, const struct rt_controller_def *def, struct rt_controller **ret);
 int rt_cache_resource(struct rt *rt, const char *resource, bool keep_objects);
 int rt_cache_index(struct rt *rt, const char *resource, const char *index, rt_index_fn fn);
+/* Add a watch to a registered controller (a module that maps its own
+ * resource to another controller's keys, e.g. NMStateConfig → InfraEnv). */
+int rt_watch_add(struct rt_controller *c, const struct rt_watch *w);
 /* Call fn(ctx) every period_ms (the first time period_ms after start). */
 int rt_ticker(struct rt *rt, int64_t period_ms, rt_tick_fn fn, void *ctx);
 
@@ -175,6 +185,7 @@ void rt_feed(struct rt *rt, const store_obj *so);
 json_t *rt_cache_get(struct rt *rt, const char *resource, const char *ns, const char *name);
 typedef int (*rt_key_visit_fn)(const char *ns, const char *name, void *ud);
 int rt_cache_keys_ns(struct rt *rt, const char *resource, const char *ns, rt_key_visit_fn visit, void *ud);
+int rt_cache_keys_all(struct rt *rt, const char *resource, rt_key_visit_fn visit, void *ud);
 int rt_cache_keys_by(struct rt *rt, const char *resource, const char *index, const char *val,
 		     rt_key_visit_fn visit, void *ud);
 /* The same, collected: a new JSON array of ["ns", "name"] pairs. */

@@ -334,10 +334,16 @@ static int count_visit(const char *ns, const char *name, void *ud)
 
 /* An Agent event maps to the ClusterDeployment it names (an index lookup
  * from the other side: the CD controller asks which Agents name a CD). */
+static char last_old_cd[64];
+
 static void agent_to_cd(struct rt_controller *c, void *ctx, const struct rt_event *ev)
 {
 	json_t *vals = json_array();
+	const json_t *old = rt_event_old_index(ev, "cd");
 	size_t i;
+
+	snprintf(last_old_cd, sizeof(last_old_cd), "%s",
+		 json_string_value(json_array_get(old, 0)) ? json_string_value(json_array_get(old, 0)) : "");
 
 	cd_index(ev->obj, vals);
 	for (i = 0; i < json_array_size(vals); i++)
@@ -385,8 +391,13 @@ static void test_cache_index(void **state)
 	json_decref(o);
 	assert_null(rt_cache_get(rt, res, "a", "h1"));
 
-	/* An update moves the object between index values. */
+	n = 0;
+	assert_int_equal(rt_cache_keys_all(rt, res, count_visit, &n), 0);
+	assert_int_equal(n, 3);
+	/* An update moves the object between index values; the mapping sees
+	 * where it was. */
 	feed(rt, STORE_MODIFIED, res, "a", "h2", "{\"spec\":{\"clusterDeploymentName\":{\"name\":\"c2\"}}}");
+	assert_string_equal(last_old_cd, "c1");
 	l = rt_cache_list_by(rt, res, "cd", "c1");
 	assert_int_equal(json_array_size(l), 2);
 	json_decref(l);
