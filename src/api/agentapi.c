@@ -13,7 +13,7 @@
  * Agent's spec (kubeapi.md §4.4 step 8), run the state machine, write what
  * the Agent shows.  Only a change is written, so a poll that changes
  * nothing writes nothing. */
-#include "hub-internal.h"
+#include "controllers/hub-internal.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
