@@ -12,6 +12,7 @@
 
 #include "assisted/progress.h"
 #include "base/log.h"
+#include "api/api.h"
 #include "controllers/hub.h"
 #include "http/creds.h"
 #include "http/kubeapi.h"

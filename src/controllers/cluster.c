@@ -501,6 +501,16 @@ static void state_delete(struct hub *h, const char *uid)
 /* --- the cluster and its hosts --------------------------------------------- */
 
 /* The Agents bound to the CD (a new array of Agent objects). */
+static int cmp_key_pairs(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	int c = strcmp(json_string_value(json_array_get(x, 0)) ? json_string_value(json_array_get(x, 0)) : "",
+		       json_string_value(json_array_get(y, 0)) ? json_string_value(json_array_get(y, 0)) : "");
+
+	return c ? c : strcmp(json_string_value(json_array_get(x, 1)) ? json_string_value(json_array_get(x, 1)) : "",
+			      json_string_value(json_array_get(y, 1)) ? json_string_value(json_array_get(y, 1)) : "");
+}
+
 static json_t *bound_agents(struct hub *h, const char *cd_ns, const char *cd_name)
 {
 	json_t *keys, *agents = json_array(), *v;
@@ -511,6 +521,22 @@ static json_t *bound_agents(struct hub *h, const char *cd_ns, const char *cd_nam
 	/* The runtime's index says which Agents name the CD; each is read
 	 * again (the index may lag the store by one watch pass). */
 	keys = rt_cache_list_by(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_CD, key);
+	/* In name order: role suggestion and the other per-host choices see
+	 * the hosts in the same order on every pass. */
+	if (json_array_size(keys) > 1) {
+		size_t n = json_array_size(keys), j;
+		json_t **arr = calloc(n, sizeof(*arr));
+
+		if (arr) {
+			for (j = 0; j < n; j++)
+				arr[j] = json_incref(json_array_get(keys, j));
+			qsort(arr, n, sizeof(*arr), cmp_key_pairs);
+			json_array_clear(keys);
+			for (j = 0; j < n; j++)
+				json_array_append_new(keys, arr[j]);
+			free(arr);
+		}
+	}
 	json_array_foreach(keys, i, v) {
 		const char *ns = json_string_value(json_array_get(v, 0)), *name = json_string_value(json_array_get(v, 1));
 		char cdk[600];

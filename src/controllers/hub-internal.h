@@ -37,7 +37,7 @@ struct os_image {
 /* What a host reported that is not kept in its Agent.  The part later
  * decisions need (check-in time, status-change time, step facts) is also
  * kept in the store, in a private HOSTSTATE_RESOURCE record per host
- * (agentapi.c), written only when it moved: a restart, or another hub
+ * (agent.c), written only when it moved: a restart, or another hub
  * process on the same store, carries on from it. */
 struct host_lease {
 	char id[64];
@@ -51,9 +51,9 @@ struct host_lease {
 	int64_t status_updated_at; /* when this process saw the status change (the
 				    * state machine's timeouts count from it; a restart
 				    * starts them afresh) */
-	json_t *applied;         /* the Agent spec fields last applied (agentapi.c);
+	json_t *applied;         /* the Agent spec fields last applied (agent.c);
 				  * NULL until read from its HOSTSPEC_RESOURCE record */
-	/* The quick poll (agentapi.c): an unbound host whose Agent (fast_rev)
+	/* The quick poll (agent.c): an unbound host whose Agent (fast_rev)
 	 * and reported facts (facts_gen) have not changed since a full pass
 	 * less than HOST_FULL_PASS_S ago only needs its next steps. */
 	int64_t fast_rev;        /* Agent revision a full pass wrote nothing at; 0 = none */
@@ -119,7 +119,7 @@ struct hub {
 };
 
 /* Controllers, each registered with h->rt by its own file (before the
- * runtime starts): InfraEnv (infraenv.c), Agent (agentapi.c),
+ * runtime starts): InfraEnv (infraenv.c), Agent (agent.c),
  * ClusterDeployment and AgentClusterInstall (cluster.c); the NMStateConfig
  * module (nmstate.c) adds a watch that maps NMStateConfigs to the InfraEnvs
  * that select them.  0 or a negative errno. */
@@ -166,7 +166,7 @@ void hub_agent_cd_key(const json_t *agent, char *buf, size_t size);
  * (spoke.c): 0 when deleted or absent, negative with err set otherwise. */
 int hub_spoke_delete_node(const char *kubeconfig, size_t len, const char *node, ah_err *err);
 /* The host model of an Agent with what this boot of the host reported
- * (agentapi.c); adds "approved" and "spec_synced" for the cluster side.  New
+ * (agent.c); adds "approved" and "spec_synced" for the cluster side.  New
  * reference, NULL on allocation failure. */
 json_t *hub_host_model(struct hub *h, const json_t *agent);
 /* Write what the Agent shows of host (status, role, bootstrap, progress,
@@ -197,6 +197,8 @@ int hub_infraenv_token(struct hub *h, const json_t *infraenv, char **ret, ah_err
  * instead of adding another.  Events are owned by their object (garbage
  * collected with it) and capped at 1000 distinct ones per object.  Each call
  * is one or two store writes on the caller's thread.  Thread-safe. */
+/* The annotation of an Event that holds its upstream fields (JSON). */
+#define HUB_EVENT_ANNOTATION "agenthub.io/event"
 #define HUB_EV_INFO "info"
 #define HUB_EV_WARNING "warning"
 #define HUB_EV_ERROR "error"
@@ -248,8 +250,6 @@ const char *hub_event_host_status_severity(const char *state);
 int hub_cluster_events_url(struct hub *h, const char *cluster_id, char **ret, ah_err *err);
 int hub_host_events_url(struct hub *h, const json_t *infraenv, const char *host_id, char **ret,
 			ah_err *err);
-/* GET /api/assisted-install/v2/events; *handled false for other paths. */
-enum MHD_Result hub_events_api(struct hub *h, struct http_req *req, bool *handled);
 
 /* Admission rules (admission.c; kubeapi.md §5.1): registered once by hub_new. */
 int hub_admission_register(struct hub *h, ah_err *err);
@@ -265,18 +265,10 @@ int hub_admit_rules(const char *kind, enum kube_op op, const json_t *old, json_t
  * -EINVAL with the reason in why. */
 int hub_jq_syntax_check(const char *query, char *why, size_t why_size);
 
-/* Agent API (agentapi.c) and image service (imagesvc.c). */
-enum MHD_Result hub_agentapi(struct hub *h, struct http_req *req, bool *handled);
-enum MHD_Result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled);
+/* The disconnection sweep (agent.c). */
 void hub_check_disconnected(struct hub *h);
 /* Free every lease (hub_free). */
 void hub_leases_release(struct hub *h);
-/* GET/HEAD $API/infra-envs/<id>/downloads/files (discovery.ign, ipxe-script). */
-enum MHD_Result hub_downloads(struct hub *h, struct http_req *req, bool *handled);
-/* An upstream error body: {"code","message"} for 401/403, else
- * {"kind":"Error","id","href","code","reason"}. */
-enum MHD_Result hub_reply_error(struct http_req *req, unsigned code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* The InfraEnv's bootArtifacts object (kernel, rootfs, initrd, ipxeScript,
  * discoveryIgnitionURL) for os and the InfraEnv token (infraenv.c).  New

@@ -523,20 +523,3 @@ void hub_free(struct hub *h)
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
-
-enum MHD_Result hub_handle(struct hub *h, struct http_req *req, bool *handled)
-{
-	/* The signed file downloads sit under the agent API's prefix. */
-	enum MHD_Result dl = hub_downloads(h, req, handled);
-
-	if (*handled)
-		return dl;
-	dl = hub_events_api(h, req, handled);
-	if (*handled)
-		return dl;
-	enum MHD_Result r = hub_agentapi(h, req, handled);
-
-	if (*handled)
-		return r;
-	return hub_imagesvc(h, req, handled);
-}

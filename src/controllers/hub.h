@@ -1,6 +1,7 @@
-/* hub.h - the provisioning hub above the Kubernetes API: the InfraEnv and
- * Agent controllers, the agent REST API (/api/assisted-install/v2) and the
- * image service (/byapikey/..., /images/..., /boot-artifacts/...).
+/* hub.h - the provisioning hub above the Kubernetes API: the controllers
+ * (InfraEnv, Agent, ClusterDeployment, AgentClusterInstall) on the
+ * controller runtime; the services that serve hosts (agent REST API, image
+ * service, events URL) are in src/api/ (api/api.h).
  *
  * All state lives in the objects of the store (InfraEnv and Agent status);
  * the only state kept in memory is what hosts report every poll and what
@@ -31,9 +32,6 @@ struct hub;
 int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret, ah_err *err);
 /* Stops the controller threads. */
 void hub_free(struct hub *h);
-
-/* Serve the agent API and image service paths; *handled false otherwise. */
-enum MHD_Result hub_handle(struct hub *h, struct http_req *req, bool *handled);
 
 /* Parse "3m", "8s", "1h30m", "90" (seconds). 0 or -EINVAL. */
 int hub_parse_duration(const char *s, int *ret_seconds);

@@ -749,17 +749,32 @@ static void map_event(struct rt *rt, const struct rt_event *ev)
 	}
 }
 
-void rt_feed(struct rt *rt, const store_obj *so)
+/* One event between the cache update and its mapping to keys. */
+struct pending {
+	store_obj so;   /* resource, ns, name, rev, type owned; no text */
+	json_t *obj, *old;
+};
+
+static void pending_release(struct pending *p)
+{
+	free(p->so.resource);
+	free(p->so.ns);
+	free(p->so.name);
+	json_decref(p->obj);
+	json_decref(p->old);
+}
+
+/* Step 1 of feeding an event: parse it and update the cache.  false when
+ * no controller cares about the resource (*ret untouched). */
+static bool feed_cache(struct rt *rt, const store_obj *so, struct pending *ret)
 {
 	struct rt_cres *cr = cres_find(rt, so->resource);
-	struct rt_event ev = { .so = so };
 	json_t *obj = NULL, *old = NULL;
 	char k[RT_NS_MAX + RT_NAME_MAX + 2];
 
 	if (!cr && !watched(rt, so->resource))
-		return;
+		return false;
 	obj = json_loadb(so->json, so->len, 0, NULL);
-	ev.obj = obj;
 	if (cr && strlen(so->ns) <= RT_NS_MAX && strlen(so->name) <= RT_NAME_MAX) {
 		snprintf(k, sizeof(k), "%s/%s", so->ns, so->name);
 		pthread_mutex_lock(&rt->clock);
@@ -780,15 +795,66 @@ void rt_feed(struct rt *rt, const store_obj *so)
 	pthread_mutex_lock(&rt->lock);
 	rt->events++;
 	pthread_mutex_unlock(&rt->lock);
-	ev.old_index = old;
-	map_event(rt, &ev);
-	json_decref(obj);
-	json_decref(old);
+	memset(ret, 0, sizeof(*ret));
+	ret->so.resource = strdup(so->resource);
+	ret->so.ns = strdup(so->ns);
+	ret->so.name = strdup(so->name);
+	ret->so.rev = so->rev;
+	ret->so.type = so->type;
+	ret->so.json = (char *)"";
+	ret->obj = obj;
+	ret->old = old;
+	if (!ret->so.resource || !ret->so.ns || !ret->so.name) {
+		pending_release(ret);
+		return false;
+	}
+	return true;
 }
+
+/* Step 2: map it to the controllers' keys. */
+static void feed_map(struct rt *rt, const struct pending *p)
+{
+	struct rt_event ev = { .so = &p->so, .obj = p->obj, .old_index = p->old };
+
+	map_event(rt, &ev);
+}
+
+void rt_feed(struct rt *rt, const store_obj *so)
+{
+	struct pending p;
+
+	if (!feed_cache(rt, so, &p))
+		return;
+	feed_map(rt, &p);
+	pending_release(&p);
+}
+
+/* A watch pass updates the cache with all its events before it maps any:
+ * a reconcile it queues sees the indexes as of the whole pass (say, all
+ * the Agents bound to a cluster in one batch), not half of it. */
+struct batch {
+	struct rt *rt;
+	struct pending *p;
+	size_t n, cap;
+};
 
 static int feed_visit(const store_obj *so, void *ud)
 {
-	rt_feed(ud, so);
+	struct batch *b = ud;
+
+	if (b->n == b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 64;
+		struct pending *np = realloc(b->p, nc * sizeof(*np));
+
+		if (!np) {
+			rt_feed(b->rt, so); /* no room to wait: map it now */
+			return 0;
+		}
+		b->p = np;
+		b->cap = nc;
+	}
+	if (feed_cache(b->rt, so, &b->p[b->n]))
+		b->n++;
 	return 0;
 }
 
@@ -866,7 +932,17 @@ static void *watch_main(void *arg)
 		}
 		pthread_mutex_unlock(&rt->lock);
 		pass_start = util_mono_ms();
-		r = store_events(rt->store, NULL, NULL, rt->last_rev, 1000, feed_visit, rt, &last);
+		{
+			struct batch b = { .rt = rt };
+			size_t i;
+
+			r = store_events(rt->store, NULL, NULL, rt->last_rev, 1000, feed_visit, &b, &last);
+			for (i = 0; i < b.n; i++) {
+				feed_map(rt, &b.p[i]);
+				pending_release(&b.p[i]);
+			}
+			free(b.p);
+		}
 		if (r == -ERANGE) {
 			last = store_current_rev(rt->store);
 			resync(rt);

@@ -103,8 +103,10 @@ struct rt;
 struct rt_controller;
 
 /* One store event (or a resync visit, type STORE_ADDED) as controllers see
- * it.  obj is the parsed object (for a delete: its last state), or NULL
- * when the text does not parse. */
+ * it: so gives resource, ns, name, rev and type (its text is not kept:
+ * so->json is ""); obj is the parsed object (for a delete: its last
+ * state), or NULL when the text does not parse.  The events of one watch
+ * pass (at most 1000) all reach the cache before any is mapped. */
 struct rt_event {
 	const store_obj *so;
 	const json_t *obj;
