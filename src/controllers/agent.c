@@ -566,7 +566,6 @@ static void state_apply(struct hub *h, struct host_lease *l, const json_t *agent
 	json_object_foreach((json_t *)facts, k, v)
 		if (!json_object_get(l->facts, k))
 			json_object_set(l->facts, k, v);
-	l->saved_facts_gen = l->facts_gen;
 }
 
 /* The check-in time is written only when it moved by more than this: a
@@ -580,7 +579,9 @@ static int64_t checkin_step_s(const struct hub *h)
 }
 
 /* Write the host's state record if what it holds moved (a status change,
- * new facts, the check-in time by more than checkin_step_s()).  One write
+ * the check-in time by more than checkin_step_s()); the facts ride along
+ * with those writes rather than causing their own, since a host reports
+ * them again on every step cycle and a step reply must stay one write.  One write
  * at a time per host; a failed write is tried again on the next pass.
  * Best effort: the host's calls never fail on it. */
 static void state_persist(struct hub *h, const char *ns, const char *id)
@@ -588,14 +589,13 @@ static void state_persist(struct hub *h, const char *ns, const char *id)
 	struct host_lease *l;
 	struct text_render tr = { NULL };
 	int64_t cin = 0, sua = 0;
-	uint64_t gen = 0;
 	json_t *rec = NULL;
 	int r;
 
 	pthread_mutex_lock(&h->lock);
 	l = lease_find(h, ns, id);
 	if (l && l->state_loaded && !l->state_writing && l->uid[0] &&
-	    (l->status_updated_at != l->saved_status_updated_at || l->facts_gen != l->saved_facts_gen ||
+	    (l->status_updated_at != l->saved_status_updated_at ||
 	     l->checked_in_at - l->saved_checked_in_at >= checkin_step_s(h))) {
 		json_t *facts = json_object();
 		const char *const *k;
@@ -608,7 +608,6 @@ static void state_persist(struct hub *h, const char *ns, const char *id)
 				facts);
 		cin = l->checked_in_at;
 		sua = l->status_updated_at;
-		gen = l->facts_gen;
 		l->state_writing = rec != NULL;
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -629,7 +628,6 @@ static void state_persist(struct hub *h, const char *ns, const char *id)
 		if (r == 0) {
 			l->saved_checked_in_at = cin;
 			l->saved_status_updated_at = sua;
-			l->saved_facts_gen = gen;
 		}
 	}
 	pthread_mutex_unlock(&h->lock);

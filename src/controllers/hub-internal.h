@@ -66,7 +66,6 @@ struct host_lease {
 	bool state_loaded;       /* read from the store once */
 	bool state_writing;      /* a write is under way (one at a time) */
 	int64_t saved_checked_in_at, saved_status_updated_at;
-	uint64_t saved_facts_gen;
 	struct host_lease *hnext;        /* hash bucket chain */
 	struct host_lease *prev, *next;  /* h->lease_active (oldest check-in first) or,
 					  * once swept, h->lease_quiet */
