@@ -17,6 +17,7 @@
 #include "assisted/progress.h"
 #include "base/cli.h"
 #include "base/hubmetrics.h"
+#include "api/api.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "controllers/hub.h"

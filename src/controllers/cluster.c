@@ -76,69 +76,14 @@ static void now_rfc3339(char *buf, size_t size)
 
 void hub_cluster_init(struct hub *h)
 {
-	pthread_mutex_init(&h->clock, NULL);
-	h->agent_cd = json_object();
-	h->cd_agents = json_object();
-	h->cluster_due = json_object();
 	h->k_cd = kube_registry_by_kind(h->reg, "hive.openshift.io/v1", "ClusterDeployment");
 	h->k_aci = kube_registry_by_kind(h->reg, "extensions.hive.openshift.io/v1beta1", "AgentClusterInstall");
 	h->k_imageset = kube_registry_by_kind(h->reg, "hive.openshift.io/v1", "ClusterImageSet");
 }
 
-void hub_cluster_release(struct hub *h)
-{
-	json_decref(h->agent_cd);
-	json_decref(h->cd_agents);
-	json_decref(h->cluster_due);
-	h->agent_cd = h->cd_agents = h->cluster_due = NULL;
-	pthread_mutex_destroy(&h->clock);
-}
-
-static void enqueue_key(struct hub *h, const char *kind, const char *key)
-{
-	char ns[256];
-	const char *slash = strchr(key, '/');
-
-	if (!slash || (size_t)(slash - key) >= sizeof(ns))
-		return;
-	memcpy(ns, key, (size_t)(slash - key));
-	ns[slash - key] = '\0';
-	hub_enqueue(h, kind, ns, slash + 1);
-}
-
 static void requeue_after(struct hub *h, const char *ns, const char *name, int64_t ms)
 {
-	char key[600];
-	int64_t due = util_mono_ms() + ms;
-	json_t *cur;
-
-	snprintf(key, sizeof(key), "%s/%s", ns, name);
-	pthread_mutex_lock(&h->clock);
-	cur = json_object_get(h->cluster_due, key);
-	if (!cur || json_integer_value(cur) > due)
-		json_object_set_new(h->cluster_due, key, json_integer(due));
-	pthread_mutex_unlock(&h->clock);
-}
-
-void hub_cluster_tick(struct hub *h)
-{
-	int64_t now = util_mono_ms();
-	json_t *due = json_array(), *v;
-	const char *key;
-	void *tmp;
-	size_t i;
-
-	pthread_mutex_lock(&h->clock);
-	json_object_foreach_safe(h->cluster_due, tmp, key, v) {
-		if (json_integer_value(v) <= now) {
-			json_array_append_new(due, json_string(key));
-			json_object_del(h->cluster_due, key);
-		}
-	}
-	pthread_mutex_unlock(&h->clock);
-	json_array_foreach(due, i, v)
-		enqueue_key(h, "cd", json_string_value(v));
-	json_decref(due);
+	rt_enqueue_after(h->c_cd, ns, name, ms);
 }
 
 void hub_agent_cd_key(const json_t *agent, char *buf, size_t size)
@@ -152,83 +97,6 @@ void hub_agent_cd_key(const json_t *agent, char *buf, size_t size)
 	if (!ns || !*ns)
 		ns = meta_str(agent, "namespace");
 	snprintf(buf, size, "%s/%s", ns ? ns : "", name);
-}
-
-static void map_agent(struct hub *h, const char *akey, const char *cdkey)
-{
-	const char *old = jstr(h->agent_cd, akey);
-	json_t *set;
-
-	if (old && cdkey && strcmp(old, cdkey) == 0)
-		return;
-	if (old) {
-		set = json_object_get(h->cd_agents, old);
-		json_object_del(set, akey);
-		if (set && json_object_size(set) == 0)
-			json_object_del(h->cd_agents, old);
-		json_object_del(h->agent_cd, akey);
-	}
-	if (cdkey && *cdkey) {
-		set = json_object_get(h->cd_agents, cdkey);
-		if (!set) {
-			set = json_object();
-			json_object_set_new(h->cd_agents, cdkey, set);
-		}
-		json_object_set_new(set, akey, json_true());
-		json_object_set_new(h->agent_cd, akey, json_string(cdkey));
-	}
-}
-
-static int requeue_cd_visit(const store_obj *so, void *userdata)
-{
-	hub_enqueue(userdata, "cd", so->ns, so->name);
-	return 0;
-}
-
-void hub_cluster_note(struct hub *h, const store_obj *so)
-{
-	hub_cluster_note_obj(h, so, NULL);
-}
-
-void hub_cluster_note_obj(struct hub *h, const store_obj *so, const json_t *parsed)
-{
-	json_t *obj;
-	char akey[600], cdkey[600], oldkey[600] = "";
-
-	if (!h->k_cd || !h->k_aci || !h->k_agent)
-		return;
-	if (strcmp(so->resource, h->k_agent->store_key) == 0) {
-		snprintf(akey, sizeof(akey), "%s/%s", so->ns, so->name);
-		cdkey[0] = '\0';
-		if (so->type != STORE_DELETED) {
-			obj = parsed ? json_incref((json_t *)parsed) : json_loadb(so->json, so->len, 0, NULL);
-			hub_agent_cd_key(obj, cdkey, sizeof(cdkey));
-			json_decref(obj);
-		}
-		pthread_mutex_lock(&h->clock);
-		if (jstr(h->agent_cd, akey))
-			snprintf(oldkey, sizeof(oldkey), "%s", jstr(h->agent_cd, akey));
-		map_agent(h, akey, cdkey);
-		pthread_mutex_unlock(&h->clock);
-		/* The cluster follows its hosts: a host's new state may move it
-		 * (or start the install); both the old and new CD care. */
-		if (oldkey[0] && strcmp(oldkey, cdkey) != 0)
-			enqueue_key(h, "cd", oldkey);
-		if (cdkey[0])
-			enqueue_key(h, "cd", cdkey);
-	} else if (strcmp(so->resource, h->k_cd->store_key) == 0) {
-		hub_enqueue(h, "cd", so->ns, so->name);
-	} else if (strcmp(so->resource, h->k_aci->store_key) == 0) {
-		obj = json_loadb(so->json, so->len, 0, NULL);
-		if (jstr(json_object_get(json_object_get(obj, "spec"), "clusterDeploymentRef"), "name"))
-			hub_enqueue(h, "cd", so->ns,
-				    jstr(json_object_get(json_object_get(obj, "spec"), "clusterDeploymentRef"), "name"));
-		if (so->type != STORE_DELETED)
-			hub_enqueue(h, "aci", so->ns, so->name);
-		json_decref(obj);
-	} else if (h->k_imageset && strcmp(so->resource, h->k_imageset->store_key) == 0) {
-		store_list(h->store, h->k_cd->store_key, NULL, NULL, NULL, requeue_cd_visit, h, NULL);
-	}
 }
 
 /* --- small object helpers ------------------------------------------------- */
@@ -634,30 +502,49 @@ static void state_delete(struct hub *h, const char *uid)
 /* --- the cluster and its hosts --------------------------------------------- */
 
 /* The Agents bound to the CD (a new array of Agent objects). */
+static int cmp_key_pairs(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	int c = strcmp(json_string_value(json_array_get(x, 0)) ? json_string_value(json_array_get(x, 0)) : "",
+		       json_string_value(json_array_get(y, 0)) ? json_string_value(json_array_get(y, 0)) : "");
+
+	return c ? c : strcmp(json_string_value(json_array_get(x, 1)) ? json_string_value(json_array_get(x, 1)) : "",
+			      json_string_value(json_array_get(y, 1)) ? json_string_value(json_array_get(y, 1)) : "");
+}
+
 static json_t *bound_agents(struct hub *h, const char *cd_ns, const char *cd_name)
 {
-	json_t *keys = json_array(), *agents = json_array(), *set, *v;
+	json_t *keys, *agents = json_array(), *v;
 	char key[600];
-	const char *k;
 	size_t i;
 
 	snprintf(key, sizeof(key), "%s/%s", cd_ns, cd_name);
-	pthread_mutex_lock(&h->clock);
-	set = json_object_get(h->cd_agents, key);
-	json_object_foreach(set, k, v)
-		json_array_append_new(keys, json_string(k));
-	pthread_mutex_unlock(&h->clock);
+	/* The runtime's index says which Agents name the CD; each is read
+	 * again (the index may lag the store by one watch pass). */
+	keys = rt_cache_list_by(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_CD, key);
+	/* In name order: role suggestion and the other per-host choices see
+	 * the hosts in the same order on every pass. */
+	if (json_array_size(keys) > 1) {
+		size_t n = json_array_size(keys), j;
+		json_t **arr = calloc(n, sizeof(*arr));
+
+		if (arr) {
+			for (j = 0; j < n; j++)
+				arr[j] = json_incref(json_array_get(keys, j));
+			qsort(arr, n, sizeof(*arr), cmp_key_pairs);
+			json_array_clear(keys);
+			for (j = 0; j < n; j++)
+				json_array_append_new(keys, arr[j]);
+			free(arr);
+		}
+	}
 	json_array_foreach(keys, i, v) {
-		const char *ak = json_string_value(v), *slash = strchr(ak, '/');
-		char ns[256], cdk[600];
+		const char *ns = json_string_value(json_array_get(v, 0)), *name = json_string_value(json_array_get(v, 1));
+		char cdk[600];
 		json_t *agent = NULL;
 		ah_err err;
 
-		if (!slash || (size_t)(slash - ak) >= sizeof(ns))
-			continue;
-		memcpy(ns, ak, (size_t)(slash - ak));
-		ns[slash - ak] = '\0';
-		if (kube_get(h->api, h->k_agent, ns, slash + 1, &agent, &err) < 0)
+		if (!ns || !name || kube_get(h->api, h->k_agent, ns, name, &agent, &err) < 0)
 			continue;
 		hub_agent_cd_key(agent, cdk, sizeof(cdk));
 		if (strcmp(cdk, key) == 0)
@@ -716,7 +603,7 @@ static void keep_bound_hosts(struct hub *h, struct cluster_ctx *c, const char *n
 			continue;
 		}
 		if (c->cluster && jstr(json_object_get(json_object_get(a, "status"), "debugInfo"), "state"))
-			hub_enqueue(h, "agent", meta_str(a, "namespace"), meta_str(a, "name"));
+			rt_enqueue(h->c_agent, meta_str(a, "namespace"), meta_str(a, "name"));
 		json_array_remove(c->hosts, i);
 		json_array_remove(c->agents, i);
 	}
@@ -1709,17 +1596,17 @@ int hub_reconcile_cd(struct hub *h, const char *ns, const char *name)
 					 "adminPasswordSecretRef"), "name") &&
 		    !streq(jstr(c.cluster, "kind"), "AddHostsCluster")) {
 			if (cluster_allow_add_hosts(c.cluster, now, &err) == 0)
-				hub_enqueue(h, "cd", ns, name);
+				rt_enqueue(h->c_cd, ns, name);
 		}
 		if (!json_equal(c.cluster, c.prev_state)) {
 			int r = state_put(h, meta_str(c.aci, "uid"), c.cluster, c.state_rev);
 
 			if (r < 0) {
-				/* Someone else moved it (the agent API): do it again. */
+				/* Someone else moved it (the agent API): the runtime
+				 * does it again after a back-off. */
 				json_decref(hosts_before);
 				cluster_ctx_release(&c);
-				hub_enqueue(h, "cd", ns, name);
-				return 0;
+				return r;
 			}
 		}
 	}
@@ -1730,4 +1617,167 @@ int hub_reconcile_cd(struct hub *h, const char *ns, const char *name)
 	json_decref(hosts_before);
 	cluster_ctx_release(&c);
 	return 0;
+}
+
+/* --- registration ----------------------------------------------------------- */
+
+static struct rt_result reconcile_cd(void *ctx, const struct rt_key *key)
+{
+	return rt_from_errno(hub_reconcile_cd(ctx, key->ns, key->name));
+}
+
+static struct rt_result reconcile_aci(void *ctx, const struct rt_key *key)
+{
+	return rt_from_errno(hub_reconcile_aci(ctx, key->ns, key->name));
+}
+
+static void agent_cd_index(const json_t *agent, json_t *out)
+{
+	char key[600];
+
+	hub_agent_cd_key(agent, key, sizeof(key));
+	if (key[0])
+		json_array_append_new(out, json_string(key));
+}
+
+static void aci_imageset_index(const json_t *aci, json_t *out)
+{
+	const char *is = jstr(json_object_get(json_object_get(aci, "spec"), "imageSetRef"), "name");
+
+	if (is)
+		json_array_append_new(out, json_string(is));
+}
+
+/* "ns/name" keys of a JSON array of strings → the CD controller. */
+static void enqueue_cd_keys(struct rt_controller *c, const json_t *keys)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(keys, i, v) {
+		const char *k = json_string_value(v), *slash = k ? strchr(k, '/') : NULL;
+		char ns[RT_NS_MAX + 1];
+
+		if (!slash || (size_t)(slash - k) >= sizeof(ns))
+			continue;
+		memcpy(ns, k, (size_t)(slash - k));
+		ns[slash - k] = '\0';
+		rt_enqueue(c, ns, slash + 1);
+	}
+}
+
+/* The cluster follows its hosts: a host's new state may move it (or start
+ * the install); the CD it named before and the one it names now both care. */
+static void agent_to_cds(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	json_t *now = json_array();
+
+	enqueue_cd_keys(c, rt_event_old_index(ev, HUB_IDX_AGENT_CD));
+	if (ev->obj && ev->so->type != STORE_DELETED)
+		agent_cd_index(ev->obj, now);
+	enqueue_cd_keys(c, now);
+	json_decref(now);
+}
+
+static void aci_to_cd(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	const char *cd = jstr(json_object_get(json_object_get(ev->obj, "spec"), "clusterDeploymentRef"), "name");
+
+	if (cd)
+		rt_enqueue(c, ev->so->ns, cd);
+}
+
+static void aci_self(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	if (ev->so->type != STORE_DELETED)
+		rt_enqueue(c, ev->so->ns, ev->so->name);
+}
+
+static int collect_visit(const char *ns, const char *name, void *ud)
+{
+	json_array_append_new(ud, json_pack("[ss]", ns, name));
+	return 0;
+}
+
+static void enqueue_pairs(struct rt_controller *c, json_t *pairs)
+{
+	json_t *p;
+	size_t i;
+
+	json_array_foreach(pairs, i, p)
+		rt_enqueue(c, json_string_value(json_array_get(p, 0)), json_string_value(json_array_get(p, 1)));
+	json_decref(pairs);
+}
+
+/* A ClusterImageSet changed: the CDs of the ACIs that name it. */
+static void imageset_to_cds(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	struct hub *h = ctx;
+	json_t *acis = rt_cache_list_by(h->rt, h->k_aci->store_key, HUB_IDX_ACI_IMAGESET, ev->so->name), *p;
+	size_t i;
+
+	json_array_foreach(acis, i, p) {
+		const char *ns = json_string_value(json_array_get(p, 0));
+		json_t *aci = rt_cache_get(h->rt, h->k_aci->store_key, ns, json_string_value(json_array_get(p, 1)));
+		const char *cd = jstr(json_object_get(json_object_get(aci, "spec"), "clusterDeploymentRef"), "name");
+
+		if (cd)
+			rt_enqueue(c, ns, cd);
+		json_decref(aci);
+	}
+	json_decref(acis);
+}
+
+/* A Secret (pull secret, admin kubeconfig) changed: the CDs of its namespace. */
+static void secret_to_cds(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	struct hub *h = ctx;
+	json_t *pairs = json_array();
+
+	rt_cache_keys_ns(h->rt, h->k_cd->store_key, ev->so->ns, collect_visit, pairs);
+	enqueue_pairs(c, pairs);
+}
+
+int hub_cluster_register(struct hub *h)
+{
+	int r;
+
+	if (!h->k_cd || !h->k_aci || !h->k_agent)
+		return 0;
+	{
+		struct rt_controller_def d = {
+			.name = "ClusterDeployment",
+			.reconcile = reconcile_cd,
+			.ctx = h,
+			.watches = {
+				{ .resource = h->k_cd->store_key, .map = RT_MAP_SELF },
+				{ .resource = h->k_aci->store_key, .map = RT_MAP_FN, .fn = aci_to_cd },
+				{ .resource = h->k_agent->store_key, .map = RT_MAP_FN, .fn = agent_to_cds },
+				{ .resource = "secrets", .map = RT_MAP_FN, .fn = secret_to_cds },
+				{ .resource = h->k_imageset ? h->k_imageset->store_key : NULL,
+				  .map = RT_MAP_FN, .fn = imageset_to_cds },
+			},
+		};
+
+		r = rt_register(h->rt, &d, &h->c_cd);
+	}
+	if (r == 0) {
+		struct rt_controller_def d = {
+			.name = "AgentClusterInstall",
+			.reconcile = reconcile_aci,
+			.ctx = h,
+			.watches = { { .resource = h->k_aci->store_key, .map = RT_MAP_FN, .fn = aci_self } },
+		};
+
+		r = rt_register(h->rt, &d, &h->c_aci);
+	}
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_CD, agent_cd_index);
+	if (r == 0)
+		r = rt_cache_resource(h->rt, h->k_cd->store_key, false);
+	if (r == 0)
+		r = rt_cache_resource(h->rt, h->k_aci->store_key, true);
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_aci->store_key, HUB_IDX_ACI_IMAGESET, aci_imageset_index);
+	return r;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "controllers/hub.h"
+#include "controllers/runtime.h"
 #include "image/jwt.h"
 
 #define LABEL_INFRAENV "infraenvs.agent-install.openshift.io"
@@ -35,10 +36,14 @@ struct os_image {
 	char *fetch_error;      /* why the last try failed (no secrets), or NULL */
 };
 
-/* What a host reported during this boot that is not kept in its Agent:
- * recomputed by the host every poll, so losing it on restart is harmless. */
+/* What a host reported that is not kept in its Agent.  The part later
+ * decisions need (check-in time, status-change time, step facts) is also
+ * kept in the store, in a private HOSTSTATE_RESOURCE record per host
+ * (agent.c), written only when it moved: a restart, or another hub
+ * process on the same store, carries on from it. */
 struct host_lease {
 	char id[64];
+	char uid[64];            /* the Agent's uid (its state record names it) */
 	char ns[256];
 	char infra_env_id[64];
 	int64_t checked_in_at;   /* unix seconds of the last instructions call */
@@ -48,9 +53,9 @@ struct host_lease {
 	int64_t status_updated_at; /* when this process saw the status change (the
 				    * state machine's timeouts count from it; a restart
 				    * starts them afresh) */
-	json_t *applied;         /* the Agent spec fields last applied (agentapi.c);
+	json_t *applied;         /* the Agent spec fields last applied (agent.c);
 				  * NULL until read from its HOSTSPEC_RESOURCE record */
-	/* The quick poll (agentapi.c): an unbound host whose Agent (fast_rev)
+	/* The quick poll (agent.c): an unbound host whose Agent (fast_rev)
 	 * and reported facts (facts_gen) have not changed since a full pass
 	 * less than HOST_FULL_PASS_S ago only needs its next steps. */
 	int64_t fast_rev;        /* Agent revision a full pass wrote nothing at; 0 = none */
@@ -58,6 +63,11 @@ struct host_lease {
 	uint64_t facts_gen;      /* bumped by every fact a step reply saves */
 	uint64_t fast_gen;       /* facts_gen at that pass */
 	char fast_status[48];    /* the host's status after that pass */
+	/* The state record (HOSTSTATE_RESOURCE): what it holds, so only a
+	 * change is written. */
+	bool state_loaded;       /* read from the store once */
+	bool state_writing;      /* a write is under way (one at a time) */
+	int64_t saved_checked_in_at, saved_status_updated_at;
 	struct host_lease *hnext;        /* hash bucket chain */
 	struct host_lease *prev, *next;  /* h->lease_active (oldest check-in first) or,
 					  * once swept, h->lease_quiet */
@@ -69,6 +79,10 @@ struct lease_list {
 
 /* Private per-Agent records of the spec fields last applied to its host. */
 #define HOSTSPEC_RESOURCE "agenthub.internal.hostspecs"
+/* Private per-Agent records of the host's state (struct host_lease):
+ * {"uid", "checkedInAt", "status", "statusUpdatedAt", "facts"}; deleted
+ * with the Agent (hub_forget_host()). */
+#define HOSTSTATE_RESOURCE "agenthub.internal.hoststates"
 
 struct hub {
 	struct kube_api *api;
@@ -76,6 +90,8 @@ struct hub {
 	const struct kube_registry *reg;
 	const struct kube_kind *k_infraenv, *k_agent, *k_secret;
 	struct hub_config cfg;
+	int64_t started_at;        /* unix s of hub_new(): a host's check-in counts from
+				    * no earlier (it could not call while we were down) */
 	char *service_url, *hub_ca_pem, *default_iso;
 	struct jwt_keys *keys;
 	struct os_image *os_images;
@@ -86,35 +102,37 @@ struct hub {
 	size_t lease_nbuckets, lease_count;
 	struct lease_list lease_active, lease_quiet;
 
-	pthread_t thread;
-	bool started, stop;
-	pthread_mutex_t qlock;
-	pthread_cond_t qcond;
-	json_t *queue;             /* object: "kind/ns/name" -> true */
-	json_t *delayed;           /* object: "kind/ns/name" -> due time (monotonic ms) */
 	pthread_mutex_t ie_lock;   /* guards ie_by_uid */
 	json_t *ie_by_uid;         /* object: InfraEnv uid -> "ns/name" (a lookup hint) */
-	json_t *token_refs;        /* "ns/name" of an Agent -> "ns/name" of the Secret its
-				    * ignitionEndpointTokenReference names; guarded by lock */
-	int64_t last_rev;
 
-	/* Cluster installation (cluster.c). */
+	/* The controller runtime and the controllers registered with it
+	 * (each file registers its own: hub_*_register()). */
+	struct rt *rt;
+	struct rt_controller *c_infraenv, *c_agent, *c_cd, *c_aci;
 	const struct kube_kind *k_cd, *k_aci, *k_imageset;
-	pthread_mutex_t clock;     /* guards agent_cd, cd_agents, cluster_due */
-	json_t *agent_cd;          /* "ns/name" of a bound Agent -> "ns/name" of its CD */
-	json_t *cd_agents;         /* "ns/name" of a CD -> {"ns/name" of each bound Agent: true} */
-	json_t *cluster_due;       /* "ns/name" of a CD -> monotonic ms of its next timed reconcile */
 
 	/* Remote OS image downloads (osimages.c). */
 	bool os_init, os_started, os_stop;
 	pthread_mutex_t os_lock;   /* guards the download state of os_images */
+	bool controllers_running;  /* h->rt started (the download thread may queue) */
 	pthread_cond_t os_cond;
 	pthread_t os_thread;
 };
 
-/* Controllers (controllers.c). */
-void hub_enqueue(struct hub *h, const char *kind, const char *ns, const char *name);
-void hub_enqueue_after(struct hub *h, const char *kind, const char *ns, const char *name, int64_t delay_ms);
+/* Controllers, each registered with h->rt by its own file (before the
+ * runtime starts): InfraEnv (infraenv.c), Agent (agent.c),
+ * ClusterDeployment and AgentClusterInstall (cluster.c); the NMStateConfig
+ * module (nmstate.c) adds a watch that maps NMStateConfigs to the InfraEnvs
+ * that select them.  0 or a negative errno. */
+int hub_infraenv_register(struct hub *h);
+int hub_agent_register(struct hub *h);
+int hub_cluster_register(struct hub *h);
+int hub_nmstate_register(struct hub *h);
+/* Index names the controllers declare on the shared cache. */
+#define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
+#define HUB_IDX_AGENT_TOKEN "ignitionTokenSecret" /* Agent -> "ns/name" of its token Secret */
+#define HUB_IDX_AGENT_INFRAENV "infraEnv"       /* Agent -> "ns/name" of the InfraEnv it was discovered by */
+#define HUB_IDX_ACI_IMAGESET "imageSet"        /* AgentClusterInstall -> its ClusterImageSet */
 int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name);
 int hub_reconcile_agent(struct hub *h, const char *ns, const char *name);
 /* Would hub_reconcile_agent() act on this Agent at all (a host that has
@@ -122,15 +140,6 @@ int hub_reconcile_agent(struct hub *h, const char *ns, const char *name);
 bool hub_agent_reconcilable(const json_t *agent);
 /* The Agent is gone: drop what this process kept about its host. */
 void hub_forget_host(struct hub *h, const char *ns, const char *name);
-/* Ignition token Secrets (agentapi.c; kubeapi.md §4.4 watches a Secret →
- * the Agents whose ignitionEndpointTokenReference names it).  note: keep
- * which Secret the Agent agent_ns/agent_name names (ref: the reference
- * object; NULL or not an object forgets the Agent); the spec sync calls it
- * on every pass.  changed: a Secret event; queue the Agents that name
- * ns/name (a walk over the Agents that have a reference only).
- * Thread-safe. */
-void hub_token_ref_note(struct hub *h, const char *agent_ns, const char *agent_name, const json_t *ref);
-void hub_token_secret_changed(struct hub *h, const char *ns, const char *name);
 /* The ignition endpoint token applied to the host of agent (the spec sync
  * keeps it out of the host model, which replies echo): 0 with *ret
  * malloc'd, or NULL when none is applied or the host has no lease; -ENOMEM.
@@ -139,20 +148,12 @@ int hub_host_ignition_token(struct hub *h, const json_t *agent, char **ret);
 
 /* Cluster installation (cluster.c; kubeapi.md §4.3): the ClusterDeployment
  * and AgentClusterInstall controllers.  The cluster's state lives in the
- * ACI status (and a private record of its timestamps); a watch-fed map
- * keeps which Agents are bound to which ClusterDeployment. */
+ * ACI status (and a private record of its timestamps); the runtime's
+ * Agent index HUB_IDX_AGENT_CD tells which Agents name which CD. */
 #define CLUSTERSTATE_RESOURCE "agenthub.internal.clusterstates"
 void hub_cluster_init(struct hub *h);
-void hub_cluster_release(struct hub *h);
 int hub_reconcile_cd(struct hub *h, const char *ns, const char *name);
 int hub_reconcile_aci(struct hub *h, const char *ns, const char *name);
-/* A store event (or a resync visit) of an Agent, ACI, CD or ClusterImageSet:
- * update the Agent map and queue the ClusterDeployments it concerns. */
-void hub_cluster_note(struct hub *h, const store_obj *so);
-/* The same with the object already parsed from so->json (NULL: parse it). */
-void hub_cluster_note_obj(struct hub *h, const store_obj *so, const json_t *obj);
-/* Queue the ClusterDeployments whose timed transitions are due (1 s sweep). */
-void hub_cluster_tick(struct hub *h);
 /* The cluster model (assisted/cluster.h) of the ClusterDeployment cdns/cdname
  * and the host models of the hosts bound to it (ret_hosts may be NULL).
  * -ENOENT when the ClusterDeployment or its ACI does not exist or the
@@ -166,7 +167,7 @@ void hub_agent_cd_key(const json_t *agent, char *buf, size_t size);
  * (spoke.c): 0 when deleted or absent, negative with err set otherwise. */
 int hub_spoke_delete_node(const char *kubeconfig, size_t len, const char *node, ah_err *err);
 /* The host model of an Agent with what this boot of the host reported
- * (agentapi.c); adds "approved" and "spec_synced" for the cluster side.  New
+ * (agent.c); adds "approved" and "spec_synced" for the cluster side.  New
  * reference, NULL on allocation failure. */
 json_t *hub_host_model(struct hub *h, const json_t *agent);
 /* Write what the Agent shows of host (status, role, bootstrap, progress,
@@ -200,6 +201,8 @@ bool hub_infraenv_token_current(struct hub *h, const json_t *infraenv, const cha
  * instead of adding another.  Events are owned by their object (garbage
  * collected with it) and capped at 1000 distinct ones per object.  Each call
  * is one or two store writes on the caller's thread.  Thread-safe. */
+/* The annotation of an Event that holds its upstream fields (JSON). */
+#define HUB_EVENT_ANNOTATION "agenthub.io/event"
 #define HUB_EV_INFO "info"
 #define HUB_EV_WARNING "warning"
 #define HUB_EV_ERROR "error"
@@ -251,8 +254,6 @@ const char *hub_event_host_status_severity(const char *state);
 int hub_cluster_events_url(struct hub *h, const char *cluster_id, char **ret, ah_err *err);
 int hub_host_events_url(struct hub *h, const json_t *infraenv, const char *host_id, char **ret,
 			ah_err *err);
-/* GET /api/assisted-install/v2/events; *handled false for other paths. */
-enum http_result hub_events_api(struct hub *h, struct http_req *req, bool *handled);
 
 /* Admission rules (admission.c; kubeapi.md §5.1): registered once by hub_new. */
 int hub_admission_register(struct hub *h, ah_err *err);
@@ -268,18 +269,10 @@ int hub_admit_rules(const char *kind, enum kube_op op, const json_t *old, json_t
  * -EINVAL with the reason in why. */
 int hub_jq_syntax_check(const char *query, char *why, size_t why_size);
 
-/* Agent API (agentapi.c) and image service (imagesvc.c). */
-enum http_result hub_agentapi(struct hub *h, struct http_req *req, bool *handled);
-enum http_result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled);
+/* The disconnection sweep (agent.c). */
 void hub_check_disconnected(struct hub *h);
 /* Free every lease (hub_free). */
 void hub_leases_release(struct hub *h);
-/* GET/HEAD $API/infra-envs/<id>/downloads/files (discovery.ign, ipxe-script). */
-enum http_result hub_downloads(struct hub *h, struct http_req *req, bool *handled);
-/* An upstream error body: {"code","message"} for 401/403, else
- * {"kind":"Error","id","href","code","reason"}. */
-enum http_result hub_reply_error(struct http_req *req, unsigned code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* The InfraEnv's bootArtifacts object (kernel, rootfs, initrd, ipxeScript,
  * discoveryIgnitionURL) for os and the InfraEnv token (infraenv.c).  New
@@ -324,6 +317,5 @@ int hub_static_net_last_build(const char *uid, const char *ign, size_t len, size
 			      size_t *ret_payload_len);
 int hub_static_net_archive(struct hub *h, const json_t *infraenv, char **ret, size_t *ret_len,
 			   ah_err *err);
-void hub_nmstate_event(struct hub *h, const store_obj *so);
 
 #endif

@@ -465,209 +465,47 @@ int hub_build_ignition(struct hub *h, const json_t *ie, char **ret_ign, size_t *
 	return 0;
 }
 
-/* --- the controller loop -------------------------------------------------- */
+/* --- the controllers ------------------------------------------------------- */
 
-void hub_enqueue(struct hub *h, const char *kind, const char *ns, const char *name)
+static void sweep_disconnected(void *ctx)
 {
-	char key[700];
+	double t0 = hm_now();
 
-	snprintf(key, sizeof(key), "%s/%s/%s", kind, ns, name);
-	pthread_mutex_lock(&h->qlock);
-	json_object_set_new(h->queue, key, json_true());
-	pthread_cond_signal(&h->qcond);
-	pthread_mutex_unlock(&h->qlock);
+	hub_check_disconnected(ctx);
+	am_monitor_pass(true, (hm_now() - t0) * 1000, 0);
 }
 
-/* Reconcile kind/ns/name again after delay_ms (a back-off or a cooldown),
- * not at once: an immediate requeue of something that cannot progress yet
- * would spin the controller loop.  The earliest due time wins. */
-void hub_enqueue_after(struct hub *h, const char *kind, const char *ns, const char *name, int64_t delay_ms)
+/* Each controller file registers itself; this is the one list of them. */
+static int start_controllers(struct hub *h)
 {
-	int64_t due = util_mono_ms() + (delay_ms > 0 ? delay_ms : 0);
-	json_t *old;
-	char key[700];
+	struct rt_options o = {
+		.workers = 1,
+		/* Under a stream of writes one pass of the watch takes the
+		 * events of several commits at once; reactions wait at most
+		 * this long. */
+		.min_pass_ms = 5,
+	};
+	int r = rt_new(h->store, &o, &h->rt);
 
-	snprintf(key, sizeof(key), "%s/%s/%s", kind, ns, name);
-	pthread_mutex_lock(&h->qlock);
-	old = json_object_get(h->delayed, key);
-	if (!old || json_integer_value(old) > due)
-		json_object_set_new(h->delayed, key, json_integer(due));
-	pthread_mutex_unlock(&h->qlock);
-}
-
-/* Move the delayed requeues that are due into the queue. */
-static void promote_delayed(struct hub *h)
-{
-	int64_t now = util_mono_ms();
-	const char *key;
-	json_t *v;
-	void *tmp;
-
-	pthread_mutex_lock(&h->qlock);
-	json_object_foreach_safe(h->delayed, tmp, key, v) {
-		if (json_integer_value(v) <= now) {
-			json_object_set_new(h->queue, key, json_true());
-			json_object_del(h->delayed, key);
-		}
+	if (r == 0)
+		r = hub_infraenv_register(h);
+	if (r == 0)
+		r = hub_agent_register(h);
+	if (r == 0)
+		r = hub_cluster_register(h);
+	if (r == 0)
+		r = hub_nmstate_register(h);
+	/* Hosts that stopped polling are found by a sweep (agentapi.c). */
+	if (r == 0)
+		r = rt_ticker(h->rt, 1000, sweep_disconnected, h);
+	if (r == 0)
+		r = rt_start(h->rt);
+	if (r == 0 && h->os_init) {
+		pthread_mutex_lock(&h->os_lock);
+		h->controllers_running = true;
+		pthread_mutex_unlock(&h->os_lock);
 	}
-	pthread_mutex_unlock(&h->qlock);
-}
-
-struct ev_ctx {
-	struct hub *h;
-	json_t *secrets; /* "ns" -> true: namespaces whose Secrets changed */
-};
-
-static int event_visit(const store_obj *so, void *userdata)
-{
-	struct ev_ctx *ec = userdata;
-	bool agent = strcmp(so->resource, ec->h->k_agent->store_key) == 0;
-	json_t *obj = NULL;
-
-	/* An Agent's text is parsed once here, for both uses below. */
-	if (agent && so->type != STORE_DELETED)
-		obj = json_loadb(so->json, so->len, 0, NULL);
-	hub_cluster_note_obj(ec->h, so, obj); /* CD, ACI, ClusterImageSet, Agent → their clusters */
-	if (strcmp(so->resource, ec->h->k_infraenv->store_key) == 0) {
-		hub_enqueue(ec->h, "infraenv", so->ns, so->name);
-	} else if (agent && so->type != STORE_DELETED) {
-		/* Our own status writes come back here too; reconciling them
-		 * finds nothing to write.  An Agent without a registered host
-		 * (or one being deleted) has nothing to reconcile: skipping it
-		 * here saves a read per write of such Agents. */
-		if (!obj || hub_agent_reconcilable(obj))
-			hub_enqueue(ec->h, "agent", so->ns, so->name);
-	} else if (agent) {
-		hub_forget_host(ec->h, so->ns, so->name);
-		hub_token_ref_note(ec->h, so->ns, so->name, NULL);
-	} else if (strcmp(so->resource, "secrets") == 0) {
-		json_object_set_new(ec->secrets, so->ns, json_true());
-		hub_token_secret_changed(ec->h, so->ns, so->name); /* → the Agents naming it */
-	} else if (strcmp(so->resource, "nmstateconfigs.agent-install.openshift.io") == 0) {
-		hub_nmstate_event(ec->h, so); /* → the InfraEnvs that select it */
-	}
-	json_decref(obj);
-	return 0;
-}
-
-static int requeue_ns_visit(const store_obj *so, void *userdata)
-{
-	hub_enqueue(userdata, "infraenv", so->ns, so->name);
-	return 0;
-}
-
-static int requeue_agent_visit(const store_obj *so, void *userdata)
-{
-	hub_enqueue(userdata, "agent", so->ns, so->name);
-	hub_cluster_note(userdata, so);
-	return 0;
-}
-
-static int requeue_cd_visit(const store_obj *so, void *userdata)
-{
-	hub_enqueue(userdata, "cd", so->ns, so->name);
-	return 0;
-}
-
-static void resync_all(struct hub *h, const char *ns)
-{
-	store_list(h->store, h->k_infraenv->store_key, ns, NULL, NULL, requeue_ns_visit, h, NULL);
-	if (!ns)
-		store_list(h->store, h->k_agent->store_key, NULL, NULL, NULL, requeue_agent_visit, h, NULL);
-	if (h->k_cd)
-		store_list(h->store, h->k_cd->store_key, ns, NULL, NULL, requeue_cd_visit, h, NULL);
-}
-
-/* Passes start at most this often: under a stream of writes each pass then
- * takes the events of several commits at once, instead of one pass (a read
- * of the log, a wake-up) per commit.  Reactions wait at most this long. */
-#define PASS_MIN_INTERVAL_MS 5
-
-static void *controller_main(void *arg)
-{
-	struct hub *h = arg;
-	int64_t last_sweep = 0, pass_start = 0;
-
-	pthread_setname_np(pthread_self(), "ah-controllers");
-
-	resync_all(h, NULL);
-	h->last_rev = store_current_rev(h->store);
-	for (;;) {
-		struct ev_ctx ec = { .h = h, .secrets = json_object() };
-		int64_t last = h->last_rev, since = util_mono_ms() - pass_start;
-		const char *key;
-		json_t *v, *work;
-		int r;
-
-		if (since >= 0 && since < PASS_MIN_INTERVAL_MS)
-			usleep((useconds_t)(PASS_MIN_INTERVAL_MS - since) * 1000);
-		pass_start = util_mono_ms();
-		pthread_mutex_lock(&h->qlock);
-		if (h->stop) {
-			pthread_mutex_unlock(&h->qlock);
-			json_decref(ec.secrets);
-			break;
-		}
-		pthread_mutex_unlock(&h->qlock);
-		r = store_events(h->store, NULL, NULL, h->last_rev, 1000, event_visit, &ec, &last);
-		if (r == -ERANGE) {
-			/* Fell behind the compacted log: look at everything again. */
-			resync_all(h, NULL);
-			last = store_current_rev(h->store);
-		}
-		h->last_rev = last;
-		json_object_foreach(ec.secrets, key, v)
-			resync_all(h, key);
-		json_decref(ec.secrets);
-
-		promote_delayed(h);
-		pthread_mutex_lock(&h->qlock);
-		work = h->queue;
-		h->queue = json_object();
-		pthread_mutex_unlock(&h->qlock);
-		hm_queue_depth("hub", json_object_size(work));
-		json_object_foreach(work, key, v) {
-			char kind[32], ns[256], name[256];
-			double t0 = hm_now();
-
-			if (sscanf(key, "%31[^/]/%255[^/]/%255s", kind, ns, name) != 3)
-				continue;
-			if (strcmp(kind, "infraenv") == 0)
-				hub_reconcile_infraenv(h, ns, name);
-			else if (strcmp(kind, "agent") == 0)
-				hub_reconcile_agent(h, ns, name);
-			else if (strcmp(kind, "cd") == 0)
-				hub_reconcile_cd(h, ns, name);
-			else if (strcmp(kind, "aci") == 0)
-				hub_reconcile_aci(h, ns, name);
-			hm_reconcile(kind, HM_SUCCESS, hm_now() - t0);
-		}
-		json_decref(work);
-		if (util_mono_ms() - last_sweep >= 1000) {
-			double t0 = hm_now();
-
-			last_sweep = util_mono_ms();
-			hub_check_disconnected(h);
-			am_monitor_pass(true, (hm_now() - t0) * 1000, 0);
-			t0 = hm_now();
-			hub_cluster_tick(h);
-			am_monitor_pass(false, (hm_now() - t0) * 1000, 0);
-		}
-		pthread_mutex_lock(&h->qlock);
-		if (!h->stop && json_object_size(h->queue) == 0 &&
-		    store_current_rev(h->store) == h->last_rev) {
-			struct timespec ts;
-
-			pthread_mutex_unlock(&h->qlock);
-			/* Wake on the next write, or after a second for the
-			 * disconnection sweep and delayed requeues. */
-			store_wait(h->store, h->last_rev, 1000);
-			(void)ts;
-			continue;
-		}
-		pthread_mutex_unlock(&h->qlock);
-	}
-	return NULL;
+	return r;
 }
 
 int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret, ah_err *err)
@@ -681,6 +519,7 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 	h->store = kube_api_store(api);
 	h->reg = kube_api_registry(api);
 	h->cfg = *cfg;
+	h->started_at = time(NULL);
 	if (!h->cfg.host_disconnect_timeout_s)
 		h->cfg.host_disconnect_timeout_s = 180;
 	if (!h->cfg.image_cooldown_s)
@@ -693,25 +532,19 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 	h->k_secret = kube_registry_by_kind(h->reg, "v1", "Secret");
 	hub_cluster_init(h);
 	pthread_mutex_init(&h->lock, NULL);
-	pthread_mutex_init(&h->qlock, NULL);
-	pthread_cond_init(&h->qcond, NULL);
-	h->queue = json_object();
-	h->delayed = json_object();
 	h->ie_by_uid = json_object();
-	h->token_refs = json_object();
 	pthread_mutex_init(&h->ie_lock, NULL);
 	r = load_os_images(h, err);
 	if (r == 0)
 		r = jwt_keys_load_or_create(cfg->data_dir, &h->keys, err);
 	if (r == 0)
 		r = hub_admission_register(h, err);
-	if (r == 0 && pthread_create(&h->thread, NULL, controller_main, h) != 0)
-		r = ah_err_set(err, EAGAIN, 500, "InternalError", "cannot start the controllers");
+	if (r == 0 && (r = start_controllers(h)) < 0)
+		r = ah_err_set(err, -r, 500, "InternalError", "cannot start the controllers: %s", strerror(-r));
 	if (r < 0) {
 		hub_free(h);
 		return r;
 	}
-	h->started = true;
 	*ret = h;
 	return 0;
 }
@@ -722,14 +555,7 @@ void hub_free(struct hub *h)
 
 	if (!h)
 		return;
-	if (h->started) {
-		pthread_mutex_lock(&h->qlock);
-		h->stop = true;
-		pthread_cond_signal(&h->qcond);
-		pthread_mutex_unlock(&h->qlock);
-		store_wake_all(h->store);
-		pthread_join(h->thread, NULL);
-	}
+	rt_free(h->rt);
 	hub_leases_release(h);
 	hub_os_images_stop(h);
 	for (i = 0; i < h->n_os_images; i++) {
@@ -740,75 +566,11 @@ void hub_free(struct hub *h)
 	}
 	free(h->os_images);
 	jwt_keys_free(h->keys);
-	json_decref(h->queue);
-	json_decref(h->delayed);
 	json_decref(h->ie_by_uid);
-	json_decref(h->token_refs);
 	pthread_mutex_destroy(&h->ie_lock);
-	hub_cluster_release(h);
 	free(h->service_url);
 	free(h->hub_ca_pem);
 	free(h->default_iso);
 	pthread_mutex_destroy(&h->lock);
-	pthread_mutex_destroy(&h->qlock);
-	pthread_cond_destroy(&h->qcond);
 	free(h);
-}
-
-/* Route adapters: a handler that does not take the path declines it. */
-static enum http_result route_downloads(void *cls, struct http_req *req)
-{
-	bool handled;
-	enum http_result r = hub_downloads(cls, req, &handled);
-
-	return handled ? r : HTTP_NEXT;
-}
-
-static enum http_result route_events(void *cls, struct http_req *req)
-{
-	bool handled;
-	enum http_result r = hub_events_api(cls, req, &handled);
-
-	return handled ? r : HTTP_NEXT;
-}
-
-static enum http_result route_agentapi(void *cls, struct http_req *req)
-{
-	bool handled;
-	enum http_result r = hub_agentapi(cls, req, &handled);
-
-	return handled ? r : HTTP_NEXT;
-}
-
-static enum http_result route_imagesvc(void *cls, struct http_req *req)
-{
-	bool handled;
-	enum http_result r = hub_imagesvc(cls, req, &handled);
-
-	return handled ? r : HTTP_NEXT;
-}
-
-int hub_add_routes(struct hub *h, struct http_router *r)
-{
-	/* The signed file downloads and the events sit under the agent API's
-	 * prefix: they come first. */
-	static const struct {
-		const char *method, *pattern;
-		http_route_fn fn;
-	} routes[] = {
-		{ NULL, API_PREFIX "/infra-envs/*/downloads/files", route_downloads },
-		{ "GET", API_PREFIX "/events", route_events },
-		{ NULL, API_PREFIX "/**", route_agentapi },
-		{ NULL, "/byapikey/**", route_imagesvc },
-		{ NULL, "/images/**", route_imagesvc },
-		{ NULL, "/boot-artifacts/**", route_imagesvc },
-	};
-
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-		int e = http_router_add(r, routes[i].method, routes[i].pattern, routes[i].fn, h);
-
-		if (e < 0)
-			return e;
-	}
-	return 0;
 }

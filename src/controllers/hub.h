@@ -1,6 +1,7 @@
-/* hub.h - the provisioning hub above the Kubernetes API: the InfraEnv and
- * Agent controllers, the agent REST API (/api/assisted-install/v2) and the
- * image service (/byapikey/..., /images/..., /boot-artifacts/...).
+/* hub.h - the provisioning hub above the Kubernetes API: the controllers
+ * (InfraEnv, Agent, ClusterDeployment, AgentClusterInstall) on the
+ * controller runtime; the services that serve hosts (agent REST API, image
+ * service, events URL) are in src/api/ (api/api.h).
  *
  * All state lives in the objects of the store (InfraEnv and Agent status);
  * the only state kept in memory is what hosts report every poll and what
@@ -13,7 +14,6 @@
 #include <stdbool.h>
 
 #include "base/error.h"
-#include "http/router.h"
 #include "http/server.h"
 #include "kube/api.h"
 
@@ -32,10 +32,6 @@ struct hub;
 int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret, ah_err *err);
 /* Stops the controller threads. */
 void hub_free(struct hub *h);
-
-/* Add the routes of the agent API, its downloads and events, and the image
- * service to r (before the Kubernetes API's: both live under /api). */
-int hub_add_routes(struct hub *h, struct http_router *r);
 
 /* Parse "3m", "8s", "1h30m", "90" (seconds). 0 or -EINVAL. */
 int hub_parse_duration(const char *s, int *ret_seconds);

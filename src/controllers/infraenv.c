@@ -237,43 +237,66 @@ static int image_servable(struct hub *h, const struct os_image *os, const char *
 /* --- deletion (late-binding.md "Teardown") ------------------------------------ */
 
 struct release_ctx {
-	const char *ie_name;
+	struct hub *h;
 	json_t *del;  /* names of Agents to delete */
 	int kept;     /* Agents bound and not installed */
 };
 
-static int release_visit(const store_obj *so, void *userdata)
+static int release_visit(const char *ns, const char *name, void *userdata)
 {
 	struct release_ctx *rc = userdata;
-	json_t *a = json_loadb(so->json, so->len, 0, NULL);
-	const char *label = jstr(json_object_get(json_object_get(a, "metadata"), "labels"), LABEL_INFRAENV);
+
+	json_array_append_new(rc->del, json_string(name));
+	return 0;
+}
+
+/* Whether the InfraEnv's teardown deletes this Agent (else it keeps it). */
+static bool release_now(const json_t *a)
+{
 	const char *st = jstr(json_object_get(json_object_get(a, "status"), "debugInfo"), "state");
 
-	if (label && strcmp(label, rc->ie_name) == 0) {
-		/* A host that never reported a state has no cluster yet. */
-		if (!st || !*st || host_status_unbound(st) || strcmp(st, "installed") == 0 ||
-		    strcmp(st, "added-to-existing-cluster") == 0)
-			json_array_append_new(rc->del, json_string(so->name));
-		else
-			rc->kept++;
-	}
-	json_decref(a);
-	return 0;
+	/* A host that never reported a state has no cluster yet. */
+	return !st || !*st || host_status_unbound(st) || strcmp(st, "installed") == 0 ||
+	       strcmp(st, "added-to-existing-cluster") == 0;
 }
 
 /* An InfraEnv being deleted takes its unbound and installed hosts with it;
  * the others (bound to a cluster, not installed) keep it until they are
- * deleted or unbound.  The number of those kept, or a negative errno. */
+ * deleted or unbound.  The number of those kept, or a negative errno.  Its
+ * Agents come from the cache's HUB_IDX_AGENT_INFRAENV index, each read
+ * again before it is judged. */
 static int release_agents(struct hub *h, const char *ns, const char *name)
 {
-	struct release_ctx rc = { .ie_name = name, .del = json_array() };
+	struct release_ctx rc = { .h = h, .del = json_array() };
 	json_t *v;
 	size_t i;
 	int r;
+	char key[600];
 
 	if (!rc.del)
 		return -ENOMEM;
-	r = store_list(h->store, h->k_agent->store_key, ns, NULL, NULL, release_visit, &rc, NULL);
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	r = rt_cache_keys_by(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_INFRAENV, key, release_visit, &rc);
+	for (i = 0; i < json_array_size(rc.del);) {
+		json_t *a = NULL;
+		ah_err err;
+		const char *label;
+
+		v = json_array_get(rc.del, i);
+		if (kube_get(h->api, h->k_agent, ns, json_string_value(v), &a, &err) < 0) {
+			json_array_remove(rc.del, i);
+			continue;
+		}
+		label = jstr(json_object_get(json_object_get(a, "metadata"), "labels"), LABEL_INFRAENV);
+		if (!label || strcmp(label, name) != 0 || !release_now(a)) {
+			if (label && strcmp(label, name) == 0)
+				rc.kept++;
+			json_array_remove(rc.del, i);
+		} else {
+			i++;
+		}
+		json_decref(a);
+	}
 	json_array_foreach(rc.del, i, v) {
 		json_t *ret = NULL;
 		ah_err err;
@@ -312,7 +335,7 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 
 		if (kept != 0) {
 			/* Looked at again until the last bound host is gone. */
-			hub_enqueue_after(h, "infraenv", ns, name, 5000);
+			rt_enqueue_after(h->c_infraenv, ns, name, 5000);
 			json_decref(ie);
 			return 0;
 		}
@@ -325,7 +348,7 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 	}
 	if (set_finalizer(h, ie, true) < 0) {
 		json_decref(ie);
-		hub_enqueue_after(h, "infraenv", ns, name, 1000);
+		rt_enqueue_after(h->c_infraenv, ns, name, 1000);
 		return 0;
 	}
 	old_status = json_object_get(ie, "status");
@@ -379,7 +402,7 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 			json_decref(status);
 			json_decref(ie);
 			free(token);
-			hub_enqueue_after(h, "infraenv", ns, name, wait_ms);
+			rt_enqueue_after(h->c_infraenv, ns, name, wait_ms);
 			return 0;
 		}
 		json_object_set_new(st, "digest", json_string(digest));
@@ -391,7 +414,7 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 			json_decref(status);
 			json_decref(ie);
 			free(token);
-			hub_enqueue_after(h, "infraenv", ns, name, 1000);
+			rt_enqueue_after(h->c_infraenv, ns, name, 1000);
 			return 0;
 		}
 		{
@@ -440,4 +463,64 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 	json_decref(ie);
 	free(token);
 	return 0;
+}
+
+/* --- registration ----------------------------------------------------------- */
+
+static struct rt_result reconcile(void *ctx, const struct rt_key *key)
+{
+	return rt_from_errno(hub_reconcile_infraenv(ctx, key->ns, key->name));
+}
+
+/* The InfraEnv whose label an Agent carries: "ns/name". */
+static void agent_infraenv_index(const json_t *agent, json_t *out)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+	const char *ie = jstr(json_object_get(meta, "labels"), LABEL_INFRAENV);
+	char key[600];
+
+	if (ie && jstr(meta, "namespace")) {
+		snprintf(key, sizeof(key), "%s/%s", jstr(meta, "namespace"), ie);
+		json_array_append_new(out, json_string(key));
+	}
+}
+
+static int enqueue_visit(const char *ns, const char *name, void *ud)
+{
+	json_array_append_new(ud, json_pack("[ss]", ns, name));
+	return 0;
+}
+
+/* A Secret changed (a pull secret, most likely): every InfraEnv of its
+ * namespace looks again (the cache's namespace listing). */
+static void secret_to_infraenvs(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	struct hub *h = ctx;
+	json_t *keys = json_array(), *k;
+	size_t i;
+
+	rt_cache_keys_ns(h->rt, h->k_infraenv->store_key, ev->so->ns, enqueue_visit, keys);
+	json_array_foreach(keys, i, k)
+		rt_enqueue(c, json_string_value(json_array_get(k, 0)), json_string_value(json_array_get(k, 1)));
+	json_decref(keys);
+}
+
+int hub_infraenv_register(struct hub *h)
+{
+	struct rt_controller_def d = {
+		.name = "InfraEnv",
+		.reconcile = reconcile,
+		.ctx = h,
+		.watches = {
+			{ .resource = h->k_infraenv->store_key, .map = RT_MAP_SELF },
+			{ .resource = "secrets", .map = RT_MAP_FN, .fn = secret_to_infraenvs },
+		},
+	};
+	int r = rt_register(h->rt, &d, &h->c_infraenv);
+
+	if (r == 0)
+		r = rt_cache_resource(h->rt, h->k_infraenv->store_key, true);
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_INFRAENV, agent_infraenv_index);
+	return r;
 }

@@ -366,42 +366,49 @@ int hub_static_net_archive(struct hub *h, const json_t *ie, char **ret, size_t *
 	return r;
 }
 
-struct requeue_ctx {
-	struct hub *h;
-	const json_t *labels;   /* the NMStateConfig's labels */
-	bool any_selector;      /* requeue every InfraEnv that selects by labels */
-};
-
-static int requeue_visit(const store_obj *so, void *userdata)
+static int collect_visit(const char *ns, const char *name, void *ud)
 {
-	struct requeue_ctx *c = userdata;
-	json_t *ie = json_loadb(so->json, so->len, 0, NULL);
-	const json_t *selj = json_object_get(json_object_get(ie, "spec"),
-					     "nmStateConfigLabelSelector");
-	label_selector *sel = NULL;
-
-	/* Upstream's mapper compares matchLabels only; the whole selector is
-	 * the same for those and exact when matchExpressions are used too. */
-	if (json_is_object(selj) && label_selector_from_json(selj, &sel, NULL) == 0 &&
-	    !label_selector_is_empty(sel) &&
-	    (c->any_selector || label_selector_matches(sel, c->labels)))
-		hub_enqueue(c->h, "infraenv", so->ns, so->name);
-	label_selector_free(sel);
-	json_decref(ie);
+	json_array_append_new(ud, json_string(name));
 	return 0;
 }
 
-void hub_nmstate_event(struct hub *h, const store_obj *so)
+/* An NMStateConfig was written: queue the InfraEnvs of its namespace that
+ * select it (kubeapi.md §4.2), read from the runtime's cache. */
+static void nmstate_to_infraenvs(struct rt_controller *c, void *ctx, const struct rt_event *ev)
 {
-	json_t *o = json_loadb(so->json, so->len, 0, NULL);
-	struct requeue_ctx c = {
-		.h = h,
-		.labels = json_object_get(json_object_get(o, "metadata"), "labels"),
-		/* The event holds only the new labels: after a label edit the
-		 * InfraEnvs that selected the old ones must look again too. */
-		.any_selector = so->type == STORE_MODIFIED,
+	struct hub *h = ctx;
+	const json_t *labels = json_object_get(json_object_get(ev->obj, "metadata"), "labels");
+	/* The event holds only the new labels: after a label edit the
+	 * InfraEnvs that selected the old ones must look again too. */
+	bool any_selector = ev->so->type == STORE_MODIFIED;
+	json_t *names = json_array(), *v;
+	size_t i;
+
+	rt_cache_keys_ns(h->rt, h->k_infraenv->store_key, ev->so->ns, collect_visit, names);
+	json_array_foreach(names, i, v) {
+		json_t *ie = rt_cache_get(h->rt, h->k_infraenv->store_key, ev->so->ns, json_string_value(v));
+		const json_t *selj = json_object_get(json_object_get(ie, "spec"), "nmStateConfigLabelSelector");
+		label_selector *sel = NULL;
+
+		/* Upstream's mapper compares matchLabels only; the whole
+		 * selector is the same for those and exact when
+		 * matchExpressions are used too. */
+		if (json_is_object(selj) && label_selector_from_json(selj, &sel, NULL) == 0 &&
+		    !label_selector_is_empty(sel) && (any_selector || label_selector_matches(sel, labels)))
+			rt_enqueue(c, ev->so->ns, json_string_value(v));
+		label_selector_free(sel);
+		json_decref(ie);
+	}
+	json_decref(names);
+}
+
+int hub_nmstate_register(struct hub *h)
+{
+	struct rt_watch w = {
+		.resource = "nmstateconfigs.agent-install.openshift.io",
+		.map = RT_MAP_FN,
+		.fn = nmstate_to_infraenvs,
 	};
 
-	store_list(h->store, h->k_infraenv->store_key, so->ns, NULL, NULL, requeue_visit, &c, NULL);
-	json_decref(o);
+	return rt_watch_add(h->c_infraenv, &w);
 }

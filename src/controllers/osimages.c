@@ -230,10 +230,26 @@ static int download(struct hub *h, const char *url, const char *path, uint64_t *
 
 /* --- the download thread ----------------------------------------------------- */
 
-static int requeue_visit(const store_obj *so, void *userdata)
+static int requeue_visit(const char *ns, const char *name, void *userdata)
 {
-	hub_enqueue(userdata, "infraenv", so->ns, so->name);
+	json_array_append_new(userdata, json_pack("[ss]", ns, name));
 	return 0;
+}
+
+/* The InfraEnvs waiting on an image show the news (or the failure): every
+ * InfraEnv the runtime's cache knows is queued, once the controllers run. */
+static void requeue_infraenvs(struct hub *h)
+{
+	json_t *keys = json_array(), *k;
+	size_t i;
+
+	if (!keys)
+		return;
+	rt_cache_keys_all(h->rt, h->k_infraenv->store_key, requeue_visit, keys);
+	json_array_foreach(keys, i, k)
+		rt_enqueue(h->c_infraenv, json_string_value(json_array_get(k, 0)),
+			   json_string_value(json_array_get(k, 1)));
+	json_decref(keys);
 }
 
 static void *fetch_main(void *arg)
@@ -244,6 +260,7 @@ static void *fetch_main(void *arg)
 	pthread_mutex_lock(&h->os_lock);
 	while (!h->os_stop) {
 		int64_t now = util_mono_ms(), next = INT64_MAX;
+		bool running;
 		struct os_image *due = NULL;
 		uint64_t area_len = 0;
 		char *url, *path;
@@ -315,6 +332,7 @@ static void *fetch_main(void *arg)
 			o->retry_at_ms = util_mono_ms() + delay;
 			o->fetch_error = strdup(err.message);
 		}
+		running = h->controllers_running;
 		pthread_mutex_unlock(&h->os_lock);
 		if (r == 0)
 			log_info("OS image %s downloaded into %s", due->version, path);
@@ -322,8 +340,9 @@ static void *fetch_main(void *arg)
 			log_warn("OS image %s: %s", due->version, err.message);
 		free(url);
 		free(path);
-		/* The InfraEnvs waiting on it show the news (or the failure). */
-		store_list(h->store, h->k_infraenv->store_key, NULL, NULL, NULL, requeue_visit, h, NULL);
+		/* Before the controllers run, their first pass sees it anyway. */
+		if (running)
+			requeue_infraenvs(h);
 		pthread_mutex_lock(&h->os_lock);
 	}
 	pthread_mutex_unlock(&h->os_lock);

@@ -197,7 +197,7 @@ def test_sno_install_leaves_upstream_series(ihub, tmp_path, sims):
     assert value(s, "agenthub_hosts", status="installed") == 1
     assert value(s, "agenthub_image_downloads_total", kind="iso") >= 1
     assert value(s, "agenthub_image_download_bytes_total", kind="iso") > 100000
-    assert value(s, "controller_runtime_reconcile_total", controller="aci", result="success") > 0
+    assert value(s, "controller_runtime_reconcile_total", controller="agentclusterinstall", result="success") > 0
     assert value(s, "controller_runtime_reconcile_time_seconds_count", controller="agent") > 0
     assert value(s, "agenthub_store_commit_batch_size_count") > 10
     assert value(s, "agenthub_http_requests_total", method="GET", code="200",

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "controllers/hub-internal.h"
+#include "api/api-internal.h"
 #include "http/router.h"
 #include "image/jwt.h"
 #include "kube/registry.h"

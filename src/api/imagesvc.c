@@ -8,7 +8,7 @@
  * overlays the payload on the fly, so memory per download is O(1).  Range
  * (one range) and HEAD as Go's http.ServeContent does.  A payload the
  * embed area cannot hold is refused with an error, never streamed. */
-#include "hub-internal.h"
+#include "api/api-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

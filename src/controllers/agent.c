@@ -1,19 +1,21 @@
-/* agentapi.c - the upstream v2 agent REST API (backend.md §7) on Agents.
+/* agent.c - the Agent controller and the host pipeline (backend.md §2,
+ * kubeapi.md §4.4) that the agent REST API (api/agentapi.c) drives.
  *
  * A host is an Agent (name = host id) in its InfraEnv's namespace.  The
  * host model the state machine works on (assisted/host.h) is assembled from
  * the Agent (state, inventory, validations, approval, installation disk),
  * the spec fields last applied to the host (a private store record per
  * Agent, HOSTSPEC_RESOURCE, since the Agent shows no such fields) and the
- * lease: what this boot of the host reported that needs no object (its last
- * check-in, ntp and resolution results).
+ * lease: what the host reported that needs no object (its last check-in,
+ * the time its status changed, ntp and resolution results), mirrored into
+ * a private HOSTSTATE_RESOURCE record so a restart carries on from it.
  *
  * Every pass over a host (registration, poll, step reply, the disconnection
  * sweep, a change of its Agent) is one pipeline, host_pass(): apply the
  * Agent's spec (kubeapi.md §4.4 step 8), run the state machine, write what
  * the Agent shows.  Only a change is written, so a poll that changes
  * nothing writes nothing. */
-#include "hub-internal.h"
+#include "controllers/agent.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -34,20 +36,11 @@
 #include "http/query.h"
 #include "image/ignition.h"
 
-#define AGENT_VERSION_HEADER "discovery_agent_version"
-/* The installer images the install step names (upstream INSTALLER_IMAGE,
- * CONTROLLER_IMAGE defaults). */
-#define INSTALLER_IMAGE "quay.io/edge-infrastructure/assisted-installer:latest"
-#define CONTROLLER_IMAGE "quay.io/edge-infrastructure/assisted-installer-controller:latest"
 
 static const char *jstr(const json_t *o, const char *k)
 {
 	return json_string_value(json_object_get(o, k));
 }
-
-/* --- replies in upstream shapes ------------------------------------------- */
-
-/* Errors go out in upstream's shapes through hub_reply_error() (imagesvc.c). */
 
 /* --- leases ----------------------------------------------------------------- */
 
@@ -257,7 +250,7 @@ static json_t *applied_of_host(const json_t *host)
 /* Keep what host now has applied, when it differs from the lease's copy:
  * the record first, then the copy (so a failed write is tried again on the
  * next pass).  0, or a negative errno with err set (a backend error). */
-static int applied_save(struct hub *h, const json_t *agent, const json_t *host, ah_err *err)
+int hub_applied_save(struct hub *h, const json_t *agent, const json_t *host, ah_err *err)
 {
 	const json_t *meta = json_object_get(agent, "metadata");
 	const char *ns = jstr(meta, "namespace"), *name = jstr(meta, "name");
@@ -346,49 +339,6 @@ static int read_ignition_token(void *opaque, const char *ns, const char *name, c
 	return 0;
 }
 
-void hub_token_ref_note(struct hub *h, const char *agent_ns, const char *agent_name, const json_t *ref)
-{
-	const char *ns = jstr(ref, "namespace"), *name = jstr(ref, "name");
-	char key[520], secret[520];
-	const char *old;
-
-	snprintf(key, sizeof(key), "%s/%s", agent_ns ? agent_ns : "", agent_name ? agent_name : "");
-	snprintf(secret, sizeof(secret), "%s/%s", ns ? ns : "", name ? name : "");
-	pthread_mutex_lock(&h->lock);
-	old = h->token_refs ? json_string_value(json_object_get(h->token_refs, key)) : NULL;
-	if (!json_is_object(ref) || !h->token_refs)
-		json_object_del(h->token_refs, key);
-	else if (!old || strcmp(old, secret) != 0)
-		json_object_set_new(h->token_refs, key, json_string(secret));
-	pthread_mutex_unlock(&h->lock);
-}
-
-void hub_token_secret_changed(struct hub *h, const char *ns, const char *name)
-{
-	json_t *due = json_array(), *v;
-	const char *key;
-	char secret[520];
-	size_t i;
-
-	if (!due)
-		return;
-	snprintf(secret, sizeof(secret), "%s/%s", ns ? ns : "", name ? name : "");
-	pthread_mutex_lock(&h->lock);
-	if (h->token_refs)
-		json_object_foreach(h->token_refs, key, v)
-			if (json_string_value(v) && strcmp(json_string_value(v), secret) == 0)
-				json_array_append_new(due, json_string(key));
-	pthread_mutex_unlock(&h->lock);
-	/* Enqueue outside h->lock: the queue has a lock of its own. */
-	json_array_foreach(due, i, v) {
-		char ans[256], aname[256];
-
-		if (sscanf(json_string_value(v), "%255[^/]/%255s", ans, aname) == 2)
-			hub_enqueue(h, "agent", ans, aname);
-	}
-	json_decref(due);
-}
-
 /* Apply the Agent's spec to host (kubeapi.md §4.4 step 8).  Returns whether
  * host changed; *ret_failed with err set when a value is bad (then nothing
  * is applied: InputError), the ignition token Secret cannot be read, or the
@@ -406,10 +356,8 @@ static bool spec_sync(struct hub *h, const json_t *agent, json_t *host, bool *re
 	};
 	bool changed = false;
 
-	hub_token_ref_note(h, jstr(meta, "namespace"), jstr(meta, "name"),
-			   json_object_get(spec, "ignitionEndpointTokenReference"));
 	*ret_failed = agent_spec_apply(host, spec, &ctx, &changed, err) < 0;
-	if (changed && applied_save(h, agent, host, err) < 0)
+	if (changed && hub_applied_save(h, agent, host, err) < 0)
 		*ret_failed = true;
 	/* The host model travels on (registration and progress replies, the
 	 * cluster side): like upstream's Host it only tells that a token is
@@ -444,7 +392,7 @@ int hub_host_ignition_token(struct hub *h, const json_t *agent, char **ret)
 
 /* --- host model <-> Agent ---------------------------------------------------- */
 
-static bool host_is_bound(const json_t *host)
+bool hub_host_is_bound(const json_t *host)
 {
 	return jstr(host, "bound_cd") && *jstr(host, "bound_cd");
 }
@@ -568,36 +516,161 @@ static void lease_note_status(struct host_lease *l, const json_t *agent)
 	}
 }
 
-enum lease_use {
-	LEASE_KEEP,     /* a pass of our own: the host did not call */
-	LEASE_TOUCH,    /* the host called: it checked in now */
-	LEASE_NEW_BOOT, /* the host registered: also forget what its last boot said */
-};
+/* --- the host's state record (HOSTSTATE_RESOURCE) -------------------------- */
+
+/* The facts a state record keeps: the step results later passes decide on
+ * (the host's clock, "timestamp", changes every poll and is left out). */
+static const char *const state_fact_keys[] = { "ntp_sources", "domain_resolutions", "connectivity",
+					       "disks_info", "images_status", "discovery_agent_version",
+					       "api_vip_connectivity", NULL };
+
+/* The record of the Agent's host, when it is the Agent's (same uid); else NULL. */
+static json_t *state_read(struct hub *h, const json_t *agent)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+	store_obj *so = NULL;
+	json_t *rec = NULL;
+
+	if (!jstr(meta, "namespace") || !jstr(meta, "name") ||
+	    store_get(h->store, HOSTSTATE_RESOURCE, jstr(meta, "namespace"), jstr(meta, "name"), &so) < 0)
+		return NULL;
+	rec = json_loadb(so->json, so->len, 0, NULL);
+	store_obj_free(so);
+	if (!rec || !jstr(rec, "uid") || !jstr(meta, "uid") || strcmp(jstr(rec, "uid"), jstr(meta, "uid")) != 0) {
+		json_decref(rec);
+		return NULL;
+	}
+	return rec;
+}
+
+/* Take over what the record says (caller holds h->lock): the check-in time
+ * (no earlier than this process's start: the host could not call while we
+ * were down), the time of the status change if the Agent still shows that
+ * status, and the facts. */
+static void state_apply(struct hub *h, struct host_lease *l, const json_t *agent, const json_t *rec)
+{
+	const char *st = jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state");
+	const json_t *facts = json_object_get(rec, "facts");
+	int64_t cin = json_integer_value(json_object_get(rec, "checkedInAt"));
+	int64_t sua = json_integer_value(json_object_get(rec, "statusUpdatedAt"));
+	const char *k;
+	json_t *v;
+
+	if (cin > 0)
+		l->checked_in_at = cin > h->started_at ? cin : h->started_at;
+	l->saved_checked_in_at = cin;
+	if (st && jstr(rec, "status") && strcmp(jstr(rec, "status"), st) == 0 && sua > 0 &&
+	    strlen(st) < sizeof(l->last_status)) {
+		snprintf(l->last_status, sizeof(l->last_status), "%s", st);
+		l->status_updated_at = sua;
+		l->saved_status_updated_at = sua;
+	}
+	json_object_foreach((json_t *)facts, k, v)
+		if (!json_object_get(l->facts, k))
+			json_object_set(l->facts, k, v);
+}
+
+/* The check-in time is written only when it moved by more than this: a
+ * quarter of the disconnection timeout (at least a second), so a host that
+ * polls every few seconds costs one small write a few times per timeout. */
+static int64_t checkin_step_s(const struct hub *h)
+{
+	int64_t s = h->cfg.host_disconnect_timeout_s / 4;
+
+	return s > 0 ? s : 1;
+}
+
+/* Write the host's state record if what it holds moved (a status change,
+ * the check-in time by more than checkin_step_s()); the facts ride along
+ * with those writes rather than causing their own, since a host reports
+ * them again on every step cycle and a step reply must stay one write.  One write
+ * at a time per host; a failed write is tried again on the next pass.
+ * Best effort: the host's calls never fail on it. */
+static void state_persist(struct hub *h, const char *ns, const char *id)
+{
+	struct host_lease *l;
+	struct text_render tr = { NULL };
+	int64_t cin = 0, sua = 0;
+	json_t *rec = NULL;
+	int r;
+
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, ns, id);
+	if (l && l->state_loaded && !l->state_writing && l->uid[0] &&
+	    (l->status_updated_at != l->saved_status_updated_at ||
+	     l->checked_in_at - l->saved_checked_in_at >= checkin_step_s(h))) {
+		json_t *facts = json_object();
+		const char *const *k;
+
+		for (k = state_fact_keys; facts && *k; k++)
+			if (json_object_get(l->facts, *k))
+				json_object_set(facts, *k, json_object_get(l->facts, *k));
+		rec = json_pack("{s:s,s:I,s:s,s:I,s:o*}", "uid", l->uid, "checkedInAt", (json_int_t)l->checked_in_at,
+				"status", l->last_status, "statusUpdatedAt", (json_int_t)l->status_updated_at, "facts",
+				facts);
+		cin = l->checked_in_at;
+		sua = l->status_updated_at;
+		l->state_writing = rec != NULL;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (!rec)
+		return;
+	tr.text = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(rec);
+	r = tr.text ? store_update(h->store, HOSTSTATE_RESOURCE, ns, id, 0, hub_render_text, &tr, NULL) : -ENOMEM;
+	if (r == -ENOENT)
+		r = store_create(h->store, HOSTSTATE_RESOURCE, ns, id, hub_render_text, &tr, NULL);
+	if (r == -EEXIST)
+		r = store_update(h->store, HOSTSTATE_RESOURCE, ns, id, 0, hub_render_text, &tr, NULL);
+	free(tr.text);
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, ns, id);
+	if (l) {
+		l->state_writing = false;
+		if (r == 0) {
+			l->saved_checked_in_at = cin;
+			l->saved_status_updated_at = sua;
+		}
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (r < 0)
+		log_warn("host %s/%s: keeping its state: %s", ns, id, strerror(-r));
+}
+
 
 /* The host model of an Agent from its lease (created when missing, its
  * applied spec read from the store on first use).  NULL on allocation
  * failure. */
-static json_t *host_of(struct hub *h, const json_t *agent, const char *ie_id, enum lease_use use)
+json_t *hub_host_of(struct hub *h, const json_t *agent, const char *ie_id, enum lease_use use)
 {
 	const json_t *meta = json_object_get(agent, "metadata");
 	const char *ns = jstr(meta, "namespace"), *id = jstr(meta, "name");
-	json_t *rec = NULL, *host = NULL;
+	json_t *rec = NULL, *host = NULL, *state = NULL;
 	struct host_lease *l;
-	bool need;
+	bool need, need_state;
 
 	if (!ns || !id)
 		return NULL;
 	pthread_mutex_lock(&h->lock);
 	l = lease_get(h, id, ns, ie_id);
 	need = l && !l->applied;
+	need_state = l && !l->state_loaded;
 	pthread_mutex_unlock(&h->lock);
 	if (need && !(rec = applied_read(h, agent)))
 		return NULL;
+	if (need_state)
+		state = state_read(h, agent);
 	pthread_mutex_lock(&h->lock);
 	l = lease_get(h, id, ns, ie_id);
 	if (l && !l->applied) {
 		l->applied = rec;
 		rec = NULL;
+	}
+	if (l && need_state && !l->state_loaded) {
+		snprintf(l->uid, sizeof(l->uid), "%s", jstr(meta, "uid") ? jstr(meta, "uid") : "");
+		if (state)
+			state_apply(h, l, agent, state);
+		l->state_loaded = true;
 	}
 	if (l && l->applied) {
 		if (use != LEASE_KEEP)
@@ -613,6 +686,8 @@ static json_t *host_of(struct hub *h, const json_t *agent, const char *ie_id, en
 	}
 	pthread_mutex_unlock(&h->lock);
 	json_decref(rec);
+	json_decref(state);
+	state_persist(h, ns, id);
 	return host;
 }
 
@@ -814,19 +889,14 @@ static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host
 }
 
 /* Run the state machine on the host model. */
-/* The cluster of a bound host (cluster.c), for its validations, its
- * install-phase transitions and its steps; both NULL when unbound. */
-struct host_cluster {
-	json_t *cluster, *hosts;
-};
 
-static void host_cluster_load(struct hub *h, const json_t *agent, json_t *host, struct host_cluster *hc)
+void hub_host_cluster_load(struct hub *h, const json_t *agent, json_t *host, struct host_cluster *hc)
 {
 	char ns[256], name[256];
 
 	(void)agent;
 	hc->cluster = hc->hosts = NULL;
-	if (!host_is_bound(host) || sscanf(jstr(host, "bound_cd"), "%255[^/]/%255s", ns, name) != 2 ||
+	if (!hub_host_is_bound(host) || sscanf(jstr(host, "bound_cd"), "%255[^/]/%255s", ns, name) != 2 ||
 	    hub_cluster_context(h, ns, name, &hc->cluster, &hc->hosts) < 0)
 		return;
 	/* The real cluster id (the model's "bound" placeholder only says bound). */
@@ -834,7 +904,7 @@ static void host_cluster_load(struct hub *h, const json_t *agent, json_t *host, 
 		json_object_set_new(host, "cluster_id", json_string(jstr(hc->cluster, "id")));
 }
 
-static void host_cluster_release(struct host_cluster *hc)
+void hub_host_cluster_release(struct host_cluster *hc)
 {
 	json_decref(hc->cluster);
 	json_decref(hc->hosts);
@@ -1026,7 +1096,7 @@ static int binding_sync(struct hub *h, const json_t *agent, json_t *host, ah_err
 	/* Kept on every pass (a no-op when unchanged), so that a binding
 	 * only inferred from an older record is pinned before the reference
 	 * changes. */
-	if (r >= 0 && applied_save(h, agent, host, err) < 0)
+	if (r >= 0 && hub_applied_save(h, agent, host, err) < 0)
 		return -EIO;
 	return r;
 }
@@ -1080,7 +1150,7 @@ static int spoke_cleanup(struct hub *h, const json_t *agent, json_t *host)
 			if (r < 0) {
 				json_decref(sec);
 				json_object_set_new(host, "spoke_cleanup_error", json_string(err.message));
-				hub_enqueue_after(h, "agent", jstr(meta, "namespace"), jstr(meta, "name"), SPOKE_RETRY_MS);
+				rt_enqueue_after(h->c_agent, jstr(meta, "namespace"), jstr(meta, "name"), SPOKE_RETRY_MS);
 				return 0;
 			}
 			log_info("agent %s/%s: node %s deleted from the cluster of %s", jstr(meta, "namespace"),
@@ -1094,7 +1164,7 @@ static int spoke_cleanup(struct hub *h, const json_t *agent, json_t *host)
 	return 1;
 }
 
-static int host_pass_in(struct hub *h, const json_t *agent, json_t *host, bool refresh,
+int hub_host_pass_in(struct hub *h, const json_t *agent, json_t *host, bool refresh,
 			const struct host_cluster *hc)
 {
 	ah_err err, berr;
@@ -1104,7 +1174,7 @@ static int host_pass_in(struct hub *h, const json_t *agent, json_t *host, bool r
 
 	/* Before the spec sync, which hides the applied token from the model:
 	 * a save must keep the whole record. */
-	if (spoke_cleanup(h, agent, host) > 0 && applied_save(h, agent, host, &err) < 0)
+	if (spoke_cleanup(h, agent, host) > 0 && hub_applied_save(h, agent, host, &err) < 0)
 		log_warn("host %s: %s", jstr(host, "id"), err.message);
 	changed = spec_sync(h, agent, host, &failed, &err);
 
@@ -1126,85 +1196,14 @@ static void host_pass(struct hub *h, const json_t *agent, json_t *host, bool ref
 {
 	struct host_cluster hc;
 
-	host_cluster_load(h, agent, host, &hc);
-	host_pass_in(h, agent, host, refresh, &hc);
-	host_cluster_release(&hc);
+	hub_host_cluster_load(h, agent, host, &hc);
+	hub_host_pass_in(h, agent, host, refresh, &hc);
+	hub_host_cluster_release(&hc);
 }
 
-/* Whether the Agent is a host of the InfraEnv ie: its InfraEnv owner
- * reference names ie's uid; an Agent without one (made by hand) belongs to
- * the InfraEnv its label names.  A token of one InfraEnv reads or changes
- * only the hosts this accepts (tenant isolation on the agent API). */
-static bool agent_of_infraenv(const json_t *agent, const json_t *ie)
-{
-	const json_t *meta = json_object_get(ie, "metadata"), *ameta = json_object_get(agent, "metadata"), *ref;
-	const char *label;
-	bool owned = false;
-	size_t i;
-
-	json_array_foreach(json_object_get(ameta, "ownerReferences"), i, ref) {
-		if (!jstr(ref, "kind") || strcmp(jstr(ref, "kind"), "InfraEnv") != 0)
-			continue;
-		owned = true;
-		if (jstr(ref, "uid") && jstr(meta, "uid") && strcmp(jstr(ref, "uid"), jstr(meta, "uid")) == 0)
-			return true;
-	}
-	if (owned)
-		return false;
-	label = jstr(json_object_get(ameta, "labels"), LABEL_INFRAENV);
-	return label && jstr(meta, "name") && strcmp(label, jstr(meta, "name")) == 0;
-}
-
-/* --- authentication ------------------------------------------------------------ */
-
-/* 0 with *ret_ie, or a reply queued in *res. */
-static int auth_infraenv(struct hub *h, struct http_req *req, const char *ie_id, json_t **ret_ie,
-			 enum http_result *res)
-{
-	const char *key = http_header(req, "X-Secret-Key");
-	json_t *claims = NULL;
-	const char *claim;
-	ah_err err;
-
-	if (!key || !*key || jwt_verify(h->keys, key, &claims, &err) < 0) {
-		*res = hub_reply_error(req, 401, "Unauthorized");
-		return -EACCES;
-	}
-	claim = jstr(claims, "infra_env_id");
-	if (!claim || strcmp(claim, ie_id) != 0) {
-		json_decref(claims);
-		*res = hub_reply_error(req, 403, "Forbidden: the token is not for infra-env %s", ie_id);
-		return -EPERM;
-	}
-	json_decref(claims);
-	if (hub_find_infraenv(h, ie_id, ret_ie) < 0) {
-		*res = hub_reply_error(req, 404, "infra-env %s not found", ie_id);
-		return -ENOENT;
-	}
-	/* A rotated token is no longer the InfraEnv's. */
-	if (!hub_infraenv_token_current(h, *ret_ie, key)) {
-		json_decref(*ret_ie);
-		*ret_ie = NULL;
-		*res = hub_reply_error(req, 401, "Unauthorized");
-		return -EACCES;
-	}
-	return 0;
-}
-
-static int parse_json_body(struct http_req *req, json_t **ret)
-{
-	json_error_t jerr;
-
-	if (req->too_big)
-		return -E2BIG;
-	*ret = json_loadb(req->body.buf ? req->body.buf : "", req->body.len, 0, &jerr);
-	return *ret ? 0 : -EINVAL;
-}
-
-/* --- endpoints -------------------------------------------------------------------- */
 
 /* Keep the step results the host model needs on later passes in the lease. */
-static void save_facts(struct hub *h, const json_t *ie, const char *host_id, const json_t *host)
+void hub_save_facts(struct hub *h, const json_t *ie, const char *host_id, const json_t *host)
 {
 	static const char *transient[] = { "ntp_sources", "domain_resolutions", "connectivity",
 					   "disks_info", "images_status", "discovery_agent_version", "timestamp",
@@ -1237,7 +1236,7 @@ static bool quick_poll_state(const char *st)
 
 /* After a full pass: if nothing wrote the Agent meanwhile (its revision is
  * still the one the pass read), the next polls may be quick ones. */
-static void quick_poll_arm(struct hub *h, const char *ns, const char *host_id, const json_t *agent,
+void hub_quick_poll_arm(struct hub *h, const char *ns, const char *host_id, const json_t *agent,
 			   const json_t *host, uint64_t gen)
 {
 	const char *rv = jstr(json_object_get(agent, "metadata"), "resourceVersion");
@@ -1266,7 +1265,7 @@ static void quick_poll_arm(struct hub *h, const char *ns, const char *host_id, c
 /* A quick poll: the host's next steps from what the last full pass found,
  * without reading the Agent's JSON or running the state machine.  false:
  * do a full pass. */
-static bool quick_poll(struct hub *h, const json_t *ie, const char *host_id, const struct steps_ctx *sctx,
+bool hub_quick_poll(struct hub *h, const json_t *ie, const char *host_id, const struct steps_ctx *sctx,
 		       long long ts, json_t **ret_steps)
 {
 	const json_t *meta = json_object_get(ie, "metadata");
@@ -1291,544 +1290,11 @@ static bool quick_poll(struct hub *h, const json_t *ie, const char *host_id, con
 	store_obj_free(so);
 	if (!status[0])
 		return false;
+	state_persist(h, ns, host_id);
 	host = json_pack("{s:s, s:s}", "id", host_id, "status", status);
 	*ret_steps = host ? host_next_steps(host, false, sctx) : NULL;
 	json_decref(host);
 	return *ret_steps != NULL;
-}
-
-static enum http_result do_register(struct hub *h, struct http_req *req, const json_t *ie)
-{
-	const json_t *meta = json_object_get(ie, "metadata"), *spec = json_object_get(ie, "spec");
-	const char *ns = jstr(meta, "namespace"), *iename = jstr(meta, "name"), *ie_id = jstr(meta, "uid");
-	json_t *body = NULL, *agent = NULL, *created = NULL, *host, *reply;
-	const char *host_id;
-	enum http_result res;
-	ah_err err;
-	int r;
-
-	if (parse_json_body(req, &body) < 0 || !json_is_object(body))
-		return hub_reply_error(req, 400, "invalid request body: expected a JSON object");
-	host_id = jstr(body, "host_id");
-	if (!host_id || !util_is_uuid(host_id)) {
-		json_decref(body);
-		return hub_reply_error(req, 400, "host_id in body must be of type uuid");
-	}
-	if (json_object_get(body, "discovery_agent_version") && !json_is_string(json_object_get(body, "discovery_agent_version"))) {
-		json_decref(body);
-		return hub_reply_error(req, 400, "discovery_agent_version in body must be of type string");
-	}
-	/* An InfraEnv being deleted takes no new hosts (its last ones are
-	 * on their way out). */
-	if (jstr(meta, "deletionTimestamp")) {
-		json_decref(body);
-		return hub_reply_error(req, 404, "infra-env %s is being deleted", ie_id);
-	}
-	/* A host of an InfraEnv bound to a cluster registers into that
-	 * cluster: gone (or going) → 404, and the agent stops (§7.3). */
-	{
-		const json_t *cref = json_object_get(spec, "clusterRef");
-		json_t *cd = NULL;
-
-		if (jstr(cref, "name") && *jstr(cref, "name")) {
-			const char *cdns = jstr(cref, "namespace") && *jstr(cref, "namespace") ? jstr(cref, "namespace") : ns;
-			bool gone = kube_get(h->api, h->k_cd, cdns, jstr(cref, "name"), &cd, &err) < 0 ||
-				    jstr(json_object_get(cd, "metadata"), "deletionTimestamp");
-
-			json_decref(cd);
-			if (gone) {
-				json_decref(body);
-				return hub_reply_error(req, 404, "Cluster %s/%s of infra-env %s not found", cdns,
-						 jstr(cref, "name"), ie_id);
-			}
-		}
-	}
-	r = kube_get(h->api, h->k_agent, ns, host_id, &agent, &err);
-	if (r == -ENOENT) {
-		json_t *a = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:[{s:s,s:s,s:s,s:s}]},s:{s:b,s:s}}",
-				      "apiVersion", "agent-install.openshift.io/v1beta1", "kind", "Agent",
-				      "metadata", "name", host_id, "namespace", ns, "labels", LABEL_INFRAENV, iename,
-				      "ownerReferences", "apiVersion", "agent-install.openshift.io/v1beta1",
-				      "kind", "InfraEnv", "name", iename, "uid", ie_id,
-				      "spec", "approved",
-				      json_is_true(json_object_get(json_object_get(spec, "agentApproval"), "autoApprove")),
-				      "role", "");
-		const json_t *al = json_object_get(spec, "agentLabels");
-		const json_t *cref = json_object_get(spec, "clusterRef");
-		const char *k;
-		json_t *v;
-
-		json_object_foreach((json_t *)al, k, v)
-			json_object_set(json_object_get(json_object_get(a, "metadata"), "labels"), k, v);
-		if (jstr(cref, "name"))
-			json_object_set_new(json_object_get(a, "spec"), "clusterDeploymentName",
-					    json_pack("{s:s,s:s}", "name", jstr(cref, "name"), "namespace",
-						      jstr(cref, "namespace") ? jstr(cref, "namespace") : ns));
-		r = kube_create(h->api, h->k_agent, ns, a, NULL, &created, &err);
-		json_decref(a);
-		if (r < 0) {
-			json_decref(body);
-			return hub_reply_error(req, 500, "failed to create the Agent: %s", err.message);
-		}
-		agent = created;
-	} else if (r < 0) {
-		json_decref(body);
-		return hub_reply_error(req, 500, "%s", err.message);
-	} else if (!agent_of_infraenv(agent, ie)) {
-		/* The id is a host of another InfraEnv: refused, and that host
-		 * is neither moved nor shown (its details stay its own). */
-		log_info("agent API: host %s of another infra-env refused registration to infra-env %s", host_id, ie_id);
-		res = hub_reply_error(req, 409, "Host %s is registered to another infra-env; it cannot register to infra-env %s",
-				      host_id, ie_id);
-		json_decref(agent);
-		json_decref(body);
-		return res;
-	}
-	/* A new boot: what the last one reported no longer holds. */
-	host = host_of(h, agent, ie_id, LEASE_NEW_BOOT);
-	if (!host) {
-		json_decref(agent);
-		json_decref(body);
-		return HTTP_NO;
-	}
-	if (host_register(host, created != NULL, host_is_bound(host), time(NULL), &err) < 0) {
-		json_decref(host);
-		json_decref(agent);
-		json_decref(body);
-		return hub_reply_error(req, err.status ? (unsigned)err.status : 400, "%s", err.message);
-	}
-	json_object_set_new(host, "discovery_agent_version",
-			    json_string(jstr(body, "discovery_agent_version") ? jstr(body, "discovery_agent_version") : ""));
-	save_facts(h, ie, host_id, host);
-	/* The binding a new host starts with (its InfraEnv's cluster) is
-	 * kept now: the Agent's reference may change from here on. */
-	if (applied_save(h, agent, host, &err) < 0)
-		log_warn("host %s: %s", host_id, err.message);
-	{
-		struct host_cluster hc;
-
-		host_cluster_load(h, agent, host, &hc);
-		/* §4.2: a host joining an installed cluster is a day-2 worker. */
-		if (hc.cluster && jstr(hc.cluster, "kind") && strcmp(jstr(hc.cluster, "kind"), "AddHostsCluster") == 0 &&
-		    jstr(host, "status") && strcmp(jstr(host, "status"), "discovering") == 0) {
-			json_object_set_new(host, "kind", json_string("AddToExistingClusterHost"));
-			json_object_set_new(host, "suggested_role", json_string("worker"));
-		}
-		host_pass_in(h, agent, host, false, &hc);
-		host_cluster_release(&hc);
-	}
-	reply = json_deep_copy(host);
-	{
-		char href[256];
-		json_t *a = json_pack("{s:s,s:s,s:s}", "infra_env_id", ie_id, "host_id", host_id, "agent_version",
-				      jstr(body, "discovery_agent_version") ? jstr(body, "discovery_agent_version") : "");
-		/* The agent's own text is encoded as a JSON string, never pasted. */
-		char *args = a ? json_dumps(a, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-
-		json_decref(a);
-		snprintf(href, sizeof(href), API_PREFIX "/infra-envs/%s/hosts/%s", ie_id, host_id);
-		json_object_set_new(reply, "href", json_string(href));
-		json_object_set_new(reply, "next_step_runner_command",
-				    json_pack("{s:s,s:[s],s:i}", "command", "", "args", args ? args : "{}", "retry_seconds", 0));
-		free(args);
-	}
-	res = http_reply_json(req, 201, reply);
-	json_decref(reply);
-	json_decref(host);
-	json_decref(agent);
-	json_decref(body);
-	return res;
-}
-
-static int load_host_use(struct hub *h, const json_t *ie, const char *host_id, json_t **ret_agent,
-			 json_t **ret_host, enum lease_use use)
-{
-	const json_t *meta = json_object_get(ie, "metadata");
-	json_t *agent = NULL;
-	ah_err err;
-
-	if (kube_get(h->api, h->k_agent, jstr(meta, "namespace"), host_id, &agent, &err) < 0)
-		return -ENOENT;
-	/* An agent of one InfraEnv cannot touch another's hosts: to it they
-	 * do not exist (upstream keys hosts by InfraEnv and id). */
-	if (!agent_of_infraenv(agent, ie)) {
-		json_decref(agent);
-		return -ENOENT;
-	}
-	*ret_host = host_of(h, agent, jstr(meta, "uid"), use);
-	if (!*ret_host) {
-		json_decref(agent);
-		return -ENOMEM;
-	}
-	*ret_agent = agent;
-	return 0;
-}
-
-/* The host's own request: it checked in now. */
-static int load_host(struct hub *h, const json_t *ie, const char *host_id, json_t **ret_agent, json_t **ret_host)
-{
-	return load_host_use(h, ie, host_id, ret_agent, ret_host, LEASE_TOUCH);
-}
-
-/* Day-2 hosts in known, insufficient or pending-for-input also check that
- * they can fetch their ignition from the spoke's API (backend.md §7.4,
- * api-vip-connectivity-check), which ignition-downloadable needs. */
-static void add_api_vip_check(struct hub *h, const json_t *agent, json_t *steps, const json_t *host,
-			      const json_t *cluster)
-{
-	static const char *const states[] = { "known", "insufficient", "pending-for-input", NULL };
-	const char *st = jstr(host, "status"), *const *s;
-	json_t *list = json_object_get(steps, "instructions"), *step;
-	char id[64], url[512], hex[9];
-	char *arg;
-	size_t i;
-
-	if (!cluster || !json_is_array(list) || !jstr(host, "kind") ||
-	    strcmp(jstr(host, "kind"), "AddToExistingClusterHost") != 0 || !st)
-		return;
-	for (s = states; *s && strcmp(*s, st) != 0; s++)
-		;
-	if (!*s)
-		return;
-	json_array_foreach(list, i, step)
-		if (jstr(step, "step_type") && strcmp(jstr(step, "step_type"), "api-vip-connectivity-check") == 0)
-			return;
-	if (util_random_hex(hex, 4) < 0)
-		return;
-	snprintf(id, sizeof(id), "api-vip-connectivity-check-%s", hex);
-	snprintf(url, sizeof(url), "http://api.%s.%s:22624/config/worker", jstr(cluster, "name") ? jstr(cluster, "name") : "",
-		 jstr(cluster, "base_dns_domain") ? jstr(cluster, "base_dns_domain") : "");
-	{
-		/* The Agent's ignitionEndpointTokenReference goes to the host
-		 * here (as upstream), for fetching its pointer ignition. */
-		char *token = NULL;
-		json_t *a;
-
-		hub_host_ignition_token(h, agent, &token);
-		a = host_api_vip_check_request(token, url, NULL);
-		if (token) {
-			OPENSSL_cleanse(token, strlen(token));
-			free(token);
-		}
-		arg = a ? json_dumps(a, JSON_COMPACT) : NULL;
-		json_decref(a);
-	}
-	if (arg)
-		json_array_append_new(list, json_pack("{s:s,s:s,s:[s]}", "step_type", "api-vip-connectivity-check",
-						      "step_id", id, "args", arg));
-	free(arg);
-}
-
-static enum http_result do_instructions(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
-{
-	json_t *agent = NULL, *host = NULL, *steps;
-	struct steps_ctx sctx = { 0 };
-	enum http_result res;
-
-	struct host_cluster hc;
-	long long ts = 0;
-	uint64_t gen = 0;
-
-	/* The host's clock (?timestamp=<unix s>) for time-synced-between-host-and-service. */
-	if (http_query(req, "timestamp")) {
-		char *end;
-
-		ts = strtoll(http_query(req, "timestamp"), &end, 10);
-		if (*end || ts <= 0)
-			ts = 0;
-	}
-	sctx.infra_env_id = jstr(json_object_get(ie, "metadata"), "uid");
-	if (quick_poll(h, ie, host_id, &sctx, ts, &steps)) {
-		res = http_reply_json(req, 200, steps);
-		json_decref(steps);
-		return res;
-	}
-	if (load_host(h, ie, host_id, &agent, &host) < 0)
-		return hub_reply_error(req, 404, "host %s not found", host_id);
-	if (ts > 0) {
-		json_object_set_new(host, "timestamp", json_integer(ts));
-		save_facts(h, ie, host_id, host);
-	}
-	pthread_mutex_lock(&h->lock);
-	{
-		struct host_lease *l = lease_find(h, jstr(json_object_get(ie, "metadata"), "namespace"), host_id);
-
-		gen = l ? l->facts_gen : 0;
-	}
-	pthread_mutex_unlock(&h->lock);
-	host_cluster_load(h, agent, host, &hc);
-	host_pass_in(h, agent, host, true, &hc);
-	if (!hc.cluster)
-		quick_poll_arm(h, jstr(json_object_get(ie, "metadata"), "namespace"), host_id, agent, host, gen);
-	sctx.cluster = hc.cluster;
-	sctx.cluster_hosts = hc.hosts;
-	sctx.infra_env_id = jstr(json_object_get(ie, "metadata"), "uid");
-	sctx.installer_image = INSTALLER_IMAGE;
-	sctx.controller_image = CONTROLLER_IMAGE;
-	steps = host_next_steps(host, jstr(host, "kind") && strcmp(jstr(host, "kind"), "AddToExistingClusterHost") == 0,
-				&sctx);
-	add_api_vip_check(h, agent, steps, host, hc.cluster);
-	host_cluster_release(&hc);
-	res = http_reply_json(req, 200, steps);
-	json_decref(steps);
-	json_decref(host);
-	json_decref(agent);
-	return res;
-}
-
-/* models/step_type.go: the step types an agent may reply to. */
-#define STEP_TYPES_TEXT                                                                                  \
-	"connectivity-check execute inventory install free-network-addresses dhcp-lease-allocate "     \
-	"api-vip-connectivity-check tang-connectivity-check verify-vips ntp-synchronizer "              \
-	"installation-disk-speed-check container-image-availability domain-resolution stop-installation " \
-	"logs-gather next-step-runner upgrade-agent download-boot-artifacts reboot-for-reclaim"
-
-static bool step_type_known(const char *t)
-{
-	static const char all[] = STEP_TYPES_TEXT;
-	const char *p = all;
-	size_t n;
-
-	if (!t || !*t || strchr(t, ' '))
-		return false;
-	n = strlen(t);
-	while ((p = strstr(p, t))) {
-		if ((p == all || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
-			return true;
-		p += n;
-	}
-	return false;
-}
-
-static enum http_result do_step_reply(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
-{
-	json_t *agent = NULL, *host = NULL, *body = NULL, *old_images;
-	struct host_cluster hc;
-	enum http_result res;
-	ah_err err;
-	int r;
-
-	if (parse_json_body(req, &body) < 0 || !json_is_object(body))
-		return hub_reply_error(req, 400, "invalid step reply: expected a JSON object");
-	if (!step_type_known(jstr(body, "step_type"))) {
-		res = hub_reply_error(req, 400, "step_type in body should be one of [%s]: \"%s\"", STEP_TYPES_TEXT,
-				      jstr(body, "step_type") ? jstr(body, "step_type") : "");
-		json_decref(body);
-		return res;
-	}
-	if (load_host(h, ie, host_id, &agent, &host) < 0) {
-		json_decref(body);
-		return hub_reply_error(req, 404, "host %s not found", host_id);
-	}
-	host_cluster_load(h, agent, host, &hc);
-	old_images = json_incref(json_object_get(host, "images_status"));
-	r = host_apply_step_reply_cluster(host, body, hc.cluster, &err);
-	if (r == 0)
-		am_step_reply(body, old_images);
-	json_decref(old_images);
-	/* A day-2 host's view of the spoke API (ignition-downloadable). */
-	if (r == 0 && jstr(body, "step_type") && strcmp(jstr(body, "step_type"), "api-vip-connectivity-check") == 0 &&
-	    json_integer_value(json_object_get(body, "exit_code")) == 0 && jstr(body, "output")) {
-		json_t *out = json_loads(jstr(body, "output"), 0, NULL);
-
-		if (json_is_object(out))
-			json_object_set_new(host, "api_vip_connectivity", out);
-		else
-			json_decref(out);
-	}
-	/* verify-vips: the verdicts belong to the cluster (its record, which
-	 * the cluster controller carries over while the VIPs are unchanged);
-	 * written only when one changes, again over a concurrent write, and
-	 * the controller's next pass re-evaluates api-vips-valid /
-	 * ingress-vips-valid with them. */
-	if (r == 0 && hc.cluster && jstr(hc.cluster, "id") && jstr(body, "step_type") &&
-	    strcmp(jstr(body, "step_type"), "verify-vips") == 0) {
-		char cdns[256], cdname[256];
-		int attempt;
-
-		for (attempt = 0; attempt < 8; attempt++) {
-			struct text_render tr = { NULL };
-			store_obj *so = NULL;
-			json_t *st = NULL;
-			int n = 0, u = -ENOENT;
-
-			if (store_get(h->store, CLUSTERSTATE_RESOURCE, "", jstr(hc.cluster, "id"), &so) == 0)
-				st = json_loadb(so->json, so->len, 0, NULL);
-			if (st)
-				n = host_apply_verify_vips_reply(st, body, &err);
-			if (n > 0 && (tr.text = json_dumps(st, JSON_COMPACT | JSON_SORT_KEYS)))
-				u = store_update(h->store, CLUSTERSTATE_RESOURCE, "", jstr(hc.cluster, "id"), so->rev,
-						 hub_render_text, &tr, NULL);
-			free(tr.text);
-			json_decref(st);
-			store_obj_free(so);
-			if (u == 0 && jstr(host, "bound_cd") &&
-			    sscanf(jstr(host, "bound_cd"), "%255[^/]/%255s", cdns, cdname) == 2)
-				hub_enqueue(h, "cd", cdns, cdname);
-			if (u != -ESTALE)
-				break;
-		}
-	}
-	json_decref(body);
-	if (r < 0) {
-		host_cluster_release(&hc);
-		json_decref(host);
-		json_decref(agent);
-		return hub_reply_error(req, 400, "%s", err.message);
-	}
-	save_facts(h, ie, host_id, host);
-	host_pass_in(h, agent, host, true, &hc);
-	host_cluster_release(&hc);
-	json_decref(host);
-	json_decref(agent);
-	return http_reply(req, 204, NULL, "", 0);
-}
-
-/* PUT .../hosts/{id}/progress (backend.md §6): the install stages.  A
- * report is never lost to a concurrent write of the Agent: on a conflict
- * it is applied again to the Agent as it is now. */
-static enum http_result do_progress(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
-{
-	json_t *agent = NULL, *host = NULL, *body = NULL, *prev = NULL;
-	struct host_cluster hc = { 0 };
-	bool changed = false;
-	enum http_result res;
-	int r = -ESTALE, attempt;
-	ah_err err;
-
-	if (parse_json_body(req, &body) < 0 || !json_is_object(body))
-		return hub_reply_error(req, 400, "invalid progress: expected a JSON object");
-	ah_err_clear(&err);
-	for (attempt = 0; attempt < 8 && r == -ESTALE; attempt++) {
-		json_decref(agent);
-		json_decref(host);
-		host_cluster_release(&hc);
-		agent = host = NULL;
-		if (load_host(h, ie, host_id, &agent, &host) < 0) {
-			json_decref(body);
-			return hub_reply_error(req, 404, "host %s not found", host_id);
-		}
-		host_cluster_load(h, agent, host, &hc);
-		json_decref(prev);
-		prev = json_incref(json_object_get(host, "progress"));
-		r = host_progress_changed(host, body, hc.cluster, time(NULL), &changed, &err);
-		if (r == 0)
-			r = host_pass_in(h, agent, host, false, &hc) == -ESTALE ? -ESTALE : 0;
-	}
-	if (r < 0 && r != -ESTALE) {
-		log_debug("agent API: progress of host %s refused: %s", host_id, err.message);
-		res = hub_reply_error(req, err.status ? (unsigned)err.status : 400, "%s", err.message);
-	} else if (r == -ESTALE) {
-		res = hub_reply_error(req, 503, "host %s is being updated, try again", host_id);
-	} else {
-		if (changed) {
-			struct hub_event_ref ref;
-			const char *hn = jstr(host, "requested_hostname") ? jstr(host, "requested_hostname") :
-					 jstr(json_object_get(json_object_get(agent, "status"), "inventory"), "hostname");
-
-			hub_event_ref_agent(agent, jstr(hc.cluster, "id"), &ref);
-			hub_event(h, &ref, HUB_EV_INFO, "host_install_progress_updated",
-				  "Host: %s, reached installation stage %s", hn ? hn : host_id,
-				  jstr(json_object_get(host, "progress"), "current_stage"));
-			am_host_stage_changed(prev, host, time(NULL));
-		}
-		res = http_reply_json(req, 200, host);
-	}
-	host_cluster_release(&hc);
-	json_decref(prev);
-	json_decref(body);
-	json_decref(host);
-	json_decref(agent);
-	return res;
-}
-
-/* v2GetHost: the host as the service sees it (its state, role, progress),
- * for an agent or a person watching it (the simulator's --reboot-after). */
-static enum http_result do_get_host(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
-{
-	static const char *const keys[] = { "id", "infra_env_id", "kind", "status", "status_info", "role",
-					    "suggested_role", "bootstrap", "requested_hostname",
-					    "installation_disk_id", "checked_in_at", "status_updated_at", NULL };
-	json_t *agent = NULL, *host = NULL, *out;
-	const json_t *prog;
-	enum http_result res;
-	char href[256];
-
-	/* Looking is not checking in: the host's lease is left as it is. */
-	if (load_host_use(h, ie, host_id, &agent, &host, LEASE_KEEP) < 0)
-		return hub_reply_error(req, 404, "Host %s not found in infra-env %s", host_id,
-				 jstr(json_object_get(ie, "metadata"), "uid"));
-	out = json_object();
-	for (const char *const *k = keys; *k; k++)
-		if (json_object_get(host, *k))
-			json_object_set(out, *k, json_object_get(host, *k));
-	if (jstr(host, "cluster_id") && *jstr(host, "cluster_id") && strcmp(jstr(host, "cluster_id"), "bound") != 0)
-		json_object_set(out, "cluster_id", json_object_get(host, "cluster_id"));
-	prog = json_object_get(host, "progress");
-	if (json_is_object(prog))
-		json_object_set_new(out, "progress",
-				    json_pack("{s:s,s:I}", "current_stage",
-					      jstr(prog, "current_stage") ? jstr(prog, "current_stage") : "",
-					      "installation_percentage",
-					      (json_int_t)json_integer_value(json_object_get(prog, "installation_percentage"))));
-	snprintf(href, sizeof(href), API_PREFIX "/infra-envs/%s/hosts/%s", jstr(json_object_get(ie, "metadata"), "uid"),
-		 host_id);
-	json_object_set_new(out, "href", json_string(href));
-	res = http_reply_json(req, 200, out);
-	json_decref(out);
-	json_decref(host);
-	json_decref(agent);
-	return res;
-}
-
-enum http_result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
-{
-	const char *p = req->path;
-	char ie_id[64], host_id[64], rest[64];
-	json_t *ie = NULL;
-	enum http_result res;
-	int n;
-
-	*handled = false;
-	if (strncmp(p, API_PREFIX "/", strlen(API_PREFIX) + 1) != 0)
-		return HTTP_NO;
-	*handled = true;
-	if (req->too_big)
-		return hub_reply_error(req, 413, "request body too large");
-	p += strlen(API_PREFIX);
-	ie_id[0] = host_id[0] = rest[0] = '\0';
-	n = sscanf(p, "/infra-envs/%63[^/]/hosts/%63[^/]/%63s", ie_id, host_id, rest);
-	if (n < 1)
-		n = sscanf(p, "/infra-envs/%63[^/]/hosts", ie_id) == 1 ? 1 : 0;
-	if (n == 0)
-		return hub_reply_error(req, 404, "path %s not found", req->path);
-	if (auth_infraenv(h, req, ie_id, &ie, &res) < 0)
-		return res;
-	if (http_query_nul(req)) {
-		res = hub_reply_error(req, 400, "%s in query must not hold a NUL byte", http_query_nul(req));
-		json_decref(ie);
-		return res;
-	}
-	/* As go-openapi: the path's ids are UUIDs, or 400 naming the one. */
-	if (n >= 2 && !util_is_uuid(host_id)) {
-		json_decref(ie);
-		return hub_reply_error(req, 400, "host_id in path must be of type uuid: \"%s\"", host_id);
-	}
-	if (n == 1 && strcmp(req->method, "POST") == 0 && strstr(p, "/hosts") && !host_id[0]) {
-		res = do_register(h, req, ie);
-	} else if (n == 3 && strcmp(rest, "instructions") == 0 && strcmp(req->method, "GET") == 0) {
-		res = do_instructions(h, req, ie, host_id);
-	} else if (n == 3 && strcmp(rest, "instructions") == 0 && strcmp(req->method, "POST") == 0) {
-		res = do_step_reply(h, req, ie, host_id);
-	} else if (n == 3 && strcmp(rest, "progress") == 0 && strcmp(req->method, "PUT") == 0) {
-		res = do_progress(h, req, ie, host_id);
-	} else if (n == 2 && strcmp(req->method, "GET") == 0) {
-		res = do_get_host(h, req, ie, host_id);
-	} else {
-		res = hub_reply_error(req, 404, "path %s not found", req->path);
-	}
-	json_decref(ie);
-	return res;
 }
 
 static const char *infraenv_uid_of(const json_t *agent)
@@ -1848,7 +1314,7 @@ static const char *infraenv_uid_of(const json_t *agent)
  * ignition_config_overrides) and its lease's facts. */
 static json_t *agent_host(struct hub *h, const json_t *agent)
 {
-	return host_of(h, agent, infraenv_uid_of(agent), LEASE_KEEP);
+	return hub_host_of(h, agent, infraenv_uid_of(agent), LEASE_KEEP);
 }
 
 /* For the cluster side (cluster.c): the host model after this pass's spec
@@ -1914,7 +1380,7 @@ void hub_check_disconnected(struct hub *h)
 
 		if (kube_get(h->api, h->k_agent, ns, id, &agent, &err) < 0)
 			continue;
-		host = host_of(h, agent, json_string_value(json_array_get(d, 2)), LEASE_KEEP);
+		host = hub_host_of(h, agent, json_string_value(json_array_get(d, 2)), LEASE_KEEP);
 		if (host)
 			host_pass(h, agent, host, true);
 		json_decref(host);
@@ -1972,6 +1438,85 @@ void hub_forget_host(struct hub *h, const char *ns, const char *name)
 	pthread_mutex_unlock(&h->lock);
 	if (l)
 		lease_free(l);
-	/* The applied spec goes with its Agent (a missing record is fine). */
+	/* The applied spec and the state record go with their Agent (a
+	 * missing record is fine). */
 	store_delete(h->store, HOSTSPEC_RESOURCE, ns, name, 0, hub_render_text, &tr, NULL);
+	store_delete(h->store, HOSTSTATE_RESOURCE, ns, name, 0, hub_render_text, &tr, NULL);
+}
+
+/* --- registration ----------------------------------------------------------- */
+
+static struct rt_result reconcile(void *ctx, const struct rt_key *key)
+{
+	return rt_from_errno(hub_reconcile_agent(ctx, key->ns, key->name));
+}
+
+/* Our own status writes come back here too; reconciling them finds
+ * nothing to write.  An Agent without a registered host (or one being
+ * deleted) has nothing to reconcile: skipping it here saves a read per
+ * write of such Agents.  A deleted Agent takes what was kept of its host. */
+static void agent_event(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	if (ev->so->type == STORE_DELETED)
+		hub_forget_host(ctx, ev->so->ns, ev->so->name);
+	else if (!ev->obj || hub_agent_reconcilable(ev->obj))
+		rt_enqueue(c, ev->so->ns, ev->so->name);
+}
+
+/* The ignition token Secret an Agent names (kubeapi.md §4.4 watches a
+ * Secret → the Agents whose ignitionEndpointTokenReference names it). */
+static void token_secret_index(const json_t *agent, json_t *out)
+{
+	const json_t *ref = json_object_get(json_object_get(agent, "spec"), "ignitionEndpointTokenReference");
+	const char *ns = jstr(ref, "namespace"), *name = jstr(ref, "name");
+	char key[600];
+
+	if (json_is_object(ref)) {
+		snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name ? name : "");
+		json_array_append_new(out, json_string(key));
+	}
+}
+
+static void secret_to_agents(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	struct hub *h = ctx;
+	json_t *pairs, *p;
+	char key[600];
+	size_t i;
+
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
+	pairs = rt_cache_list_by(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_TOKEN, key);
+	json_array_foreach(pairs, i, p)
+		rt_enqueue(c, json_string_value(json_array_get(p, 0)), json_string_value(json_array_get(p, 1)));
+	json_decref(pairs);
+}
+
+int hub_agent_register(struct hub *h)
+{
+	struct rt_controller_def d = {
+		.name = "Agent",
+		.reconcile = reconcile,
+		.ctx = h,
+		.watches = {
+			{ .resource = h->k_agent->store_key, .map = RT_MAP_FN, .fn = agent_event },
+			{ .resource = "secrets", .map = RT_MAP_FN, .fn = secret_to_agents },
+		},
+	};
+	int r = rt_register(h->rt, &d, &h->c_agent);
+
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_TOKEN, token_secret_index);
+	return r;
+}
+
+uint64_t hub_host_facts_gen(struct hub *h, const char *ns, const char *host_id)
+{
+	struct host_lease *l;
+	uint64_t gen;
+
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, ns, host_id);
+	gen = l ? l->facts_gen : 0;
+	pthread_mutex_unlock(&h->lock);
+	return gen;
 }
