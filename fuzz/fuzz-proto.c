@@ -1,12 +1,5 @@
 /* fuzz-proto.c - libFuzzer target for src/kube/proto.c (Kubernetes protobuf
- * request bodies).  Not built by default; after `ninja -C build` (which runs
- * protoc-c into build/src/kube/proto/), build and run it from the repository
- * root with:
- *
- *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Ibuild/src \
- *     fuzz/fuzz-proto.c src/kube/proto.c build/src/kube/proto/{meta,runtime,resource,core,coordination,events}.pb-c.c \
- *     src/base/error.c src/base/util.c -ljansson -lprotobuf-c -lcrypto -o fuzz-proto
- *   ./fuzz-proto -max_len=4096 [corpus-dir]
+ * request bodies), built by Meson with -Dfuzz=true (scripts/run-fuzz.sh).
  *
  * The input is the body; inputs that do not start with the "k8s\0" magic get
  * it prepended half of the time, so the fuzzer reaches the envelope at once.
