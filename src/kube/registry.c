@@ -114,7 +114,8 @@ static const struct builtin_def builtins[] = {
 	  .has_status = true, .category = "all",
 	  .columns = "[{\"name\":\"Type\",\"type\":\"string\",\"jsonPath\":\".spec.type\",\"description\":\"type determines how the Service is exposed.\"},"
 	  "{\"name\":\"Cluster-IP\",\"type\":\"string\",\"jsonPath\":\".spec.clusterIP\",\"description\":\"clusterIP is the IP address of the service.\"},"
-	  "{\"name\":\"Ports\",\"type\":\"string\",\"jsonPath\":\".spec.ports[*].port\",\"description\":\"The ports exposed by the service.\"}," AGE_COL "]",
+	  "{\"name\":\"External-IP\",\"type\":\"string\",\"jsonPath\":\".spec.externalIPs\",\"description\":\"externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.\"},"
+	  "{\"name\":\"Port(s)\",\"type\":\"string\",\"jsonPath\":\".spec.ports[*].port\",\"description\":\"The list of ports that are exposed by this service.\"}," AGE_COL "]",
 	  .schema = "{\"type\":\"object\",\"description\":\"Service is a named abstraction of software service (for example, mysql) consisting of local port that the proxy listens on, and the selector that determines which pods will answer requests sent through the proxy.\","
 	  "\"properties\":{" META_PROPS
 	  "\"spec\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true},"

@@ -35,6 +35,8 @@ def test_readme_walkthroughs_run_as_written(hub, tmp_path):
     work.mkdir()
     (work / "data").symlink_to(hub.data_dir)
     (work / "build").symlink_to(BUILD)
+    # The repository's own manifests the walk-throughs apply (config/rbac/...).
+    (work / "config").symlink_to(REPO / "config")
     (tmp_path / "shared").symlink_to(SHARED)
     script = tmp_path / "walkthrough.sh"
     script.write_text("set -euo pipefail\nset -x\n" + "\n".join(blocks))
