@@ -136,21 +136,10 @@ static int cmp_rows(const void *a, const void *b)
 	return rx < ry ? -1 : rx > ry;
 }
 
+/* Errors in upstream's shapes (hub_reply_error, imagesvc.c). */
 static enum http_result reply_error(struct http_req *req, unsigned code, const char *msg)
 {
-	json_t *body;
-	enum http_result r;
-	char codes[16];
-
-	snprintf(codes, sizeof(codes), "%u", code);
-	if (code == 401 || code == 403)
-		body = json_pack("{s:i,s:s}", "code", code, "message", msg);
-	else
-		body = json_pack("{s:s,s:i,s:s,s:s,s:s}", "kind", "Error", "id", code, "href", "", "code", codes,
-				 "reason", msg);
-	r = http_reply_json(req, code, body);
-	json_decref(body);
-	return r;
+	return hub_reply_error(req, code, "%s", msg);
 }
 
 static const char *request_token(struct http_req *req)
