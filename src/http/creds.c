@@ -595,19 +595,24 @@ out:
 	return r;
 }
 
-static int token_load_or_create(const char *dir, char **ret, ah_err *err)
+/* The secret file DIR/name as a new string (free_secret()), created first
+ * with nbytes random bytes as hex and a newline when it does not exist. */
+static int secret_load_or_create(const char *dir, const char *name, size_t nbytes, char path[CREDS_PATH_MAX],
+				 char **ret, ah_err *err)
 {
-	char path[CREDS_PATH_MAX], fresh[2 * TOKEN_BYTES + 2];
+	char fresh[2 * 64 + 2];
 	char *t = NULL;
 	size_t n;
 	int r;
 
-	if ((r = join_path(path, dir, "admin.token", err)) < 0)
+	if (nbytes > 64)
+		return ah_err_set(err, EINVAL, 500, "InternalError", "%s: secret too long", name);
+	if ((r = join_path(path, dir, name, err)) < 0)
 		return r;
 	r = read_secret(path, &t, err);
 	if (r == -ENOENT) {
-		if (util_random_hex(fresh, TOKEN_BYTES) < 0)
-			return ah_err_set(err, EIO, 500, "InternalError", "no random bytes for the token");
+		if (util_random_hex(fresh, nbytes) < 0)
+			return ah_err_set(err, EIO, 500, "InternalError", "no random bytes for %s", name);
 		n = strlen(fresh);
 		fresh[n] = '\n';
 		fresh[n + 1] = '\0';
@@ -622,6 +627,19 @@ static int token_load_or_create(const char *dir, char **ret, ah_err *err)
 	} else if (r < 0) {
 		return r;
 	}
+	*ret = t;
+	return 0;
+}
+
+static int token_load_or_create(const char *dir, char **ret, ah_err *err)
+{
+	char path[CREDS_PATH_MAX];
+	char *t = NULL;
+	size_t n;
+	int r;
+
+	if ((r = secret_load_or_create(dir, "admin.token", TOKEN_BYTES, path, &t, err)) < 0)
+		return r;
 	/* The file may end in a newline or carry one from an editor. */
 	n = strlen(t);
 	while (n > 0 && strchr(" \t\r\n", t[n - 1]))
@@ -649,28 +667,13 @@ static int unhex(char ch)
 
 static int sa_key_load_or_create(const char *dir, unsigned char key[32], ah_err *err)
 {
-	char path[CREDS_PATH_MAX], fresh[2 * 32 + 2];
+	char path[CREDS_PATH_MAX];
 	char *t = NULL;
 	size_t i;
 	int r;
 
-	if ((r = join_path(path, dir, "sa.key", err)) < 0)
+	if ((r = secret_load_or_create(dir, "sa.key", 32, path, &t, err)) < 0)
 		return r;
-	r = read_secret(path, &t, err);
-	if (r == -ENOENT) {
-		if (util_random_hex(fresh, 32) < 0)
-			return ah_err_set(err, EIO, 500, "InternalError", "no random bytes for sa.key");
-		strcat(fresh, "\n");
-		r = write_file(path, fresh, SECRET_MODE, err);
-		t = r == 0 ? strdup(fresh) : NULL;
-		OPENSSL_cleanse(fresh, sizeof(fresh));
-		if (r < 0)
-			return r;
-		if (!t)
-			return ah_err_set(err, ENOMEM, 500, "InternalError", "out of memory");
-	} else if (r < 0) {
-		return r;
-	}
 	for (i = 0; i < 32; i++) {
 		int hi = unhex(t[2 * i]), lo = hi < 0 ? -1 : unhex(t[2 * i + 1]);
 
