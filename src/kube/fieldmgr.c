@@ -959,9 +959,11 @@ int fm_apply(const struct fm_who *who, const json_t *live, const json_t *config,
 	json_decref(per_entry);
 	out = live ? merge_val(who, who->schema, LV_ROOT, live, config) : json_deep_copy(config);
 	/* What the applier owned and no longer sets goes, unless someone else
-	 * owns it. */
+	 * owns it or it still holds fields someone owns (the applier's new set
+	 * included: a map the applier owned as a member keeps the children it
+	 * still applies, as structured-merge-diff adds owned items back). */
 	gone = fm_set_difference(json_object_get(me, "set"), applied);
-	others = json_object();
+	others = json_deep_copy(applied);
 	json_array_foreach(entries, i, e) {
 		if (e != me) {
 			json_t *u = fm_set_union(others, json_object_get(e, "set"));

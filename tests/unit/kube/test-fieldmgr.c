@@ -316,6 +316,15 @@ static const struct apply_row apply_rows[] = {
 	  "{\"approved\":false,\"role\":\"m\",\"setList\":[\"a\",\"z\"]}", NULL, NULL },
 	{ "given-up fields go unless someone else owns them; set items too", LIVE_PATCHED,
 	  "{\"metadata\":{\"name\":\"a\"},\"spec\":{}}", false, "{\"approved\":true,\"setList\":[\"z\"]}", NULL, "{}" },
+	/* kubectl's client-side-apply migration leaves the applier owning
+	 * .spec as a member; applying spec's children again keeps spec. */
+	{ "a member given up keeps the children still applied",
+	  "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"kubectl\",\"operation\":\"Apply\","
+	  "\"apiVersion\":\"example.com/v1\",\"time\":\"2020-01-01T00:00:00Z\",\"fieldsType\":\"FieldsV1\","
+	  "\"fieldsV1\":{\"f:spec\":{\".\":{},\"f:approved\":{},\"f:role\":{}}}}]},"
+	  "\"spec\":{\"approved\":true,\"role\":\"\"}}",
+	  "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"approved\":true,\"role\":\"\"}}", false,
+	  "{\"approved\":true,\"role\":\"\"}", NULL, "{\"f:spec\":{\"f:approved\":{},\"f:role\":{}}}" },
 };
 
 static void test_apply(void **state)
