@@ -961,6 +961,18 @@ static bool has_finalizer(const json_t *obj, const char *f)
 	return false;
 }
 
+/* The garbage collector's own writes (an owner reference of a dependent, an
+ * orphan or foregroundDeletion finalizer of an owner) are recorded as
+ * kube-controller-manager's, as its PATCHes are in kube-apiserver: what it
+ * removes is no one's any more. */
+static void gc_record(const struct kube_kind *k, const json_t *old, json_t *upd)
+{
+	struct kube_opts o = { .field_manager = "kube-controller-manager" };
+
+	if (record_managed_sent(k, &o, old, upd, NULL) < 0)
+		log_warn("garbage collector: recording managedFields of %s: out of memory", k->store_key);
+}
+
 static void gc_enqueue(struct kube_api *api, const char *uid, const char *ns, bool orphan);
 static void gc_enqueue_held(struct kube_api *api, const struct kube_kind *k, const char *ns,
 			    const char *name, const char *uid);
@@ -1667,6 +1679,7 @@ static void gc_dependent(struct kube_api *api, const struct dep_ref *d, const ch
 				json_object_set(meta_of(upd), "ownerReferences", keep);
 			else
 				json_object_del(meta_of(upd), "ownerReferences");
+			gc_record(k, obj, upd);
 			r = store_update(api->store, k->store_key, d->ns, d->name, rev, render_obj, &rc, NULL);
 			json_decref(upd);
 		} else {
@@ -1761,7 +1774,7 @@ static int release_held(struct kube_api *api, const struct kube_kind *k, const c
 	int attempt;
 
 	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
-		json_t *obj = NULL, *fin, *keep, *f;
+		json_t *obj = NULL, *before, *fin, *keep, *f;
 		int64_t rev;
 		ah_err err;
 		size_t i;
@@ -1773,6 +1786,7 @@ static int release_held(struct kube_api *api, const struct kube_kind *k, const c
 			json_decref(obj);
 			return 0;
 		}
+		before = json_deep_copy(obj);
 		fin = json_object_get(json_object_get(obj, "metadata"), "finalizers");
 		keep = json_array();
 		json_array_foreach(fin, i, f)
@@ -1791,8 +1805,11 @@ static int release_held(struct kube_api *api, const struct kube_kind *k, const c
 		} else {
 			struct render_ctx rc = { .obj = obj };
 
+			if (before)
+				gc_record(k, before, obj);
 			r = store_update(api->store, k->store_key, ns, name, rev, render_obj, &rc, NULL);
 		}
+		json_decref(before);
 		json_decref(obj);
 		if (r != -ESTALE)
 			return r;

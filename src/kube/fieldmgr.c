@@ -29,7 +29,8 @@ static void meta_schema_init(void)
 		"\"annotations\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
 		"\"finalizers\":{\"type\":\"array\",\"x-kubernetes-list-type\":\"set\",\"items\":{\"type\":\"string\"}},"
 		"\"ownerReferences\":{\"type\":\"array\",\"x-kubernetes-list-type\":\"map\","
-		"\"x-kubernetes-list-map-keys\":[\"uid\"],\"items\":{\"type\":\"object\"}}}}",
+		"\"x-kubernetes-list-map-keys\":[\"uid\"],"
+		"\"items\":{\"type\":\"object\",\"x-kubernetes-map-type\":\"atomic\"}}}}",
 		0, NULL);
 }
 
@@ -455,6 +456,13 @@ static void diff_walk(const struct fm_who *who, const json_t *sch, enum level lv
 			free(fk);
 		}
 		json_decref(none);
+		return;
+	}
+	if (json_is_array(nw) && !json_is_array(old) && strcmp(list_type(sch), "atomic") != 0) {
+		/* A set or map list that was not there: Added, itself a member,
+		 * with its items. */
+		fields_walk(who, sch, lv, nw, chg);
+		mark(chg);
 		return;
 	}
 	if (json_is_array(nw) && json_is_array(old) && strcmp(list_type(sch), "atomic") != 0) {

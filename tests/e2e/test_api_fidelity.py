@@ -412,6 +412,12 @@ def test_orphan_deletion(module_hub, ns, version):
     assert hub.get(cm_path(ns, "orph")).status == 404
     assert "ownerReferences" not in hub.get_json(cm_path(ns, "kid1"))["metadata"]
     assert hub.get_json(cm_path(ns, "kid2"))["metadata"]["ownerReferences"] == [other]
+    # The collector's writes are recorded: the removed reference is no one's.
+    for kid in ("kid1", "kid2"):
+        fields = json.dumps([e["fieldsV1"] for e in
+                             hub.get_json(cm_path(ns, kid))["metadata"].get("managedFields", [])])
+        assert owner["metadata"]["uid"] not in fields, (kid, fields)
+    assert "0000-other" in json.dumps(hub.get_json(cm_path(ns, "kid2"))["metadata"]["managedFields"])
     time.sleep(1)  # and the collector does not delete them later
     assert hub.get(cm_path(ns, "kid1")).status == 200
 

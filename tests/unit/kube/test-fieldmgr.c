@@ -87,7 +87,7 @@ static const struct fields_row fields_rows[] = {
 	{ "metadata lists: finalizers a set, ownerReferences by uid",
 	  "{\"metadata\":{\"finalizers\":[\"f1\"],\"ownerReferences\":[{\"uid\":\"u1\",\"name\":\"o\"}]}}", "",
 	  "{\"f:metadata\":{\"f:finalizers\":{\"v:\\\"f1\\\"\":{}},"
-	  "\"f:ownerReferences\":{\"k:{\\\"uid\\\":\\\"u1\\\"}\":{\".\":{},\"f:name\":{},\"f:uid\":{}}}}}" },
+	  "\"f:ownerReferences\":{\"k:{\\\"uid\\\":\\\"u1\\\"}\":{}}}}" },
 	{ "main resource owns no status", "{\"spec\":{\"role\":\"m\"},\"status\":{\"state\":\"x\"}}", "",
 	  "{\"f:spec\":{\"f:role\":{}}}" },
 	{ "status subresource owns only status", "{\"spec\":{\"role\":\"m\"},\"status\":{\"state\":\"x\"}}",
@@ -205,6 +205,12 @@ static const struct update_row update_rows[] = {
 	  "[{\"manager\":\"kubectl-create\",\"operation\":\"Update\",\"apiVersion\":\"example.com/v1\"," T ","
 	  "\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:metadata\":{\"f:labels\":{\".\":{},\"f:x\":{}}},"
 	  "\"f:spec\":{\".\":{},\"f:approved\":{}}}}]" },
+	{ "create: a new set or map list is a member with its items (owner references atomic)", NULL,
+	  "{\"metadata\":{\"name\":\"a\",\"finalizers\":[\"f1\"],\"ownerReferences\":[{\"uid\":\"u1\",\"name\":\"o\"}]}}",
+	  "m", "",
+	  "[{\"manager\":\"m\",\"operation\":\"Update\",\"apiVersion\":\"example.com/v1\"," T ","
+	  "\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:metadata\":{\"f:finalizers\":{\".\":{},\"v:\\\"f1\\\"\":{}},"
+	  "\"f:ownerReferences\":{\".\":{},\"k:{\\\"uid\\\":\\\"u1\\\"}\":{}}}}}]" },
 	{ "an update takes the changed field from its owner",
 	  "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"a\",\"operation\":\"Update\","
 	  "\"apiVersion\":\"example.com/v1\"," OLDT ",\"fieldsType\":\"FieldsV1\","
