@@ -7,7 +7,10 @@
  *   - a decoded body is a JSON object whose "kind" is a non-empty string and
  *     which serialises to JSON that parses back to an equal value;
  *   - every rejection is a 400 BadRequest or a 415 UnsupportedMediaType with
- *     a message, and leaves *ret untouched. */
+ *     a message, and leaves *ret untouched;
+ *   - a decoded object of a kind with a protobuf form re-encodes (or is
+ *     refused with -ENOTSUP) and decodes back to an equal JSON value. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,6 +54,26 @@ static void check(const uint8_t *data, size_t size)
 		CHECK(back && json_equal(back, ret));
 		json_decref(back);
 		free(text);
+	}
+	/* A decoded object of a kind with a protobuf form encodes (or is
+	 * refused with -ENOTSUP, when the reply would go out as JSON), and
+	 * what it encodes to decodes back to the same JSON. */
+	if (kube_proto_kind(json_string_value(json_object_get(ret, "apiVersion")),
+			    json_string_value(json_object_get(ret, "kind")))) {
+		unsigned char *pb = NULL;
+		size_t len = 0;
+		int e = kube_proto_encode(ret, &pb, &len);
+
+		CHECK(e == 0 || e == -ENOTSUP || e == -ENOMEM);
+		if (e == 0) {
+			json_t *again = NULL;
+			ah_err err2 = { 0 };
+
+			CHECK(kube_proto_decode(pb, len, &again, &err2) == 0);
+			CHECK(json_equal(again, ret));
+			json_decref(again);
+		}
+		free(pb);
 	}
 	json_decref(ret);
 }

@@ -797,12 +797,42 @@ static char *text_from_stored(const struct kube_kind *k, const char *text, size_
 	return s;
 }
 
+/* The body in protobuf when the client's Accept picks it and the kind has
+ * a protobuf form (built-in kinds; custom resources stay JSON, as
+ * kube-apiserver answers for them): json (taken, *len bytes) is re-encoded,
+ * or kept as is when the object holds a member the protobuf subset does not
+ * carry (nothing is dropped).  Returns the body to send; *ctype its type. */
+static char *maybe_protobuf(struct http_req *req, const struct kube_kind *k, char *json, size_t *len,
+			    const char **ctype)
+{
+	unsigned char *pb = NULL;
+	size_t pblen = 0;
+	json_error_t jerr;
+	json_t *o;
+	int r;
+
+	if (!kube_proto_accept_first(http_header(req, "Accept")) || !kube_proto_kind(k->api_version, k->kind))
+		return json;
+	o = json_loadb(json, *len, 0, &jerr);
+	if (!o)
+		return json;
+	r = json_object_get(o, "items") ? kube_proto_encode_list(o, &pb, &pblen) : kube_proto_encode(o, &pb, &pblen);
+	json_decref(o);
+	if (r < 0)
+		return json;
+	free(json);
+	*len = pblen;
+	*ctype = KUBE_PROTO_MEDIA_TYPE;
+	return (char *)pb;
+}
+
 /* Reply with an object, as JSON or as a one-row Table. */
 /* text (taken, may be NULL): obj's JSON text when the caller has it, sent
  * as is unless a Table was asked for. */
 static enum http_result reply_object(struct http_req *req, const struct kube_kind *k, unsigned status,
 				    const json_t *obj, json_t *warnings, char *text, size_t text_len)
 {
+	const char *ctype = "application/json";
 	struct http_response *resp;
 	size_t len;
 	char *s;
@@ -849,7 +879,9 @@ static enum http_result reply_object(struct http_req *req, const struct kube_kin
 		free(text);
 	if (!s)
 		return HTTP_NO;
-	resp = http_response_new(status, "application/json");
+	if (k && !wants_table(req))
+		s = maybe_protobuf(req, k, s, &len, &ctype);
+	resp = http_response_new(status, ctype);
 	if (!resp) {
 		free(s);
 		return HTTP_NO;
@@ -1304,7 +1336,12 @@ static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, co
 		body = strbuf_detach(&sb, &len);
 		if (!body)
 			return HTTP_NO;
-		return http_reply_owned(req, 200, "application/json", body, len);
+		{
+			const char *ctype = "application/json";
+
+			body = maybe_protobuf(req, t->k, body, &len, &ctype);
+			return http_reply_owned(req, 200, ctype, body, len);
+		}
 	}
 }
 
@@ -1328,6 +1365,7 @@ struct watch_state {
 	field_selector *fs;
 	json_t *matched;   /* with a selector: keys of objects in the selection */
 	bool table;
+	bool proto;        /* protobuf framing (the client asked for it first) */
 	enum table_include include;
 	int64_t rev;
 	bool initial;      /* send the current objects as ADDED first */
@@ -1376,15 +1414,58 @@ static int64_t watch_next_bookmark(const struct watch_state *ws, int64_t now)
 	return t > now ? t : 0;
 }
 
+/* Queue one event whose object is JSON text: a JSON line, or on a
+ * protobuf watch a length-prefixed WatchEvent frame.  An object the
+ * protobuf subset cannot carry (none of the stored built-in kinds should
+ * hold one: their unknown fields are pruned) ends the stream with an ERROR
+ * event, so the client re-lists rather than missing a field. */
+static void watch_put(struct watch_state *ws, const char *type, const char *obj, size_t len)
+{
+	unsigned char *pb = NULL;
+	size_t n = 0;
+	json_t *o;
+	int r = -EINVAL;
+
+	if (!ws->proto) {
+		strbuf_addf(&ws->pending, "{\"type\":\"%s\",\"object\":", type);
+		strbuf_add(&ws->pending, obj, len);
+		strbuf_adds(&ws->pending, "}\n");
+		return;
+	}
+	o = json_loadb(obj, len, 0, NULL);
+	if (o && json_is_string(json_object_get(o, "kind")) &&
+	    strcmp(json_string_value(json_object_get(o, "kind")), "Status") == 0)
+		r = kube_proto_encode_status(o, &pb, &n);
+	else if (o)
+		r = kube_proto_encode(o, &pb, &n);
+	json_decref(o);
+	if (r < 0) {
+		json_t *st = json_pack("{s:s,s:s,s:s,s:i}", "status", "Failure", "reason", "InternalError",
+				       "message", "an object of this watch has no protobuf form; watch it as JSON",
+				       "code", 500);
+
+		r = st ? kube_proto_encode_status(st, &pb, &n) : -ENOMEM;
+		json_decref(st);
+		type = "ERROR";
+		ws->ended = true;
+	}
+	if (r == 0)
+		kube_proto_watch_frame(&ws->pending, type, pb, n);
+	free(pb);
+}
+
 /* A BOOKMARK: an object of the kind carrying only its resourceVersion (and,
  * ending sendInitialEvents, the k8s.io/initial-events-end annotation). */
 static void watch_bookmark(struct watch_state *ws, bool initial_end)
 {
-	strbuf_addf(&ws->pending,
-		    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\","
-		    "\"metadata\":{\"resourceVersion\":\"%lld\"%s}}}\n",
-		    ws->k->kind, ws->k->api_version, (long long)ws->rev,
-		    initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : "");
+	char o[1024];
+	int n = snprintf(o, sizeof(o),
+			 "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"%s}}",
+			 ws->k->kind, ws->k->api_version, (long long)ws->rev,
+			 initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : "");
+
+	if (n > 0 && (size_t)n < sizeof(o))
+		watch_put(ws, "BOOKMARK", o, (size_t)n);
 }
 
 /* The event type to send for an object a selector watch sees, or NULL for
@@ -1435,8 +1516,24 @@ static int watch_emit_opt(struct watch_state *ws, const char *type, const store_
 			return 0;
 		}
 	}
+	if (!ws->table) {
+		if (ws->k->stored_as) {
+			size_t clen = 0;
+			char *c = text_from_stored(ws->k, so->json, so->len, &clen);
+
+			if (c)
+				watch_put(ws, type, c, clen);
+			else
+				watch_put(ws, type, "{}", 2);
+			free(c);
+		} else {
+			watch_put(ws, type, so->json, so->len);
+		}
+		json_decref(obj);
+		return 0;
+	}
 	strbuf_addf(&ws->pending, "{\"type\":\"%s\",\"object\":", type);
-	if (ws->table) {
+	{
 		json_t *rows = json_array(), *tbl;
 		char *s;
 
@@ -1455,17 +1552,6 @@ static int watch_emit_opt(struct watch_state *ws, const char *type, const store_
 		if (s)
 			strbuf_adds(&ws->pending, s);
 		free(s);
-	} else if (ws->k->stored_as) {
-		size_t clen = 0;
-		char *c = text_from_stored(ws->k, so->json, so->len, &clen);
-
-		if (c)
-			strbuf_add(&ws->pending, c, clen);
-		else
-			strbuf_adds(&ws->pending, "{}");
-		free(c);
-	} else {
-		strbuf_add(&ws->pending, so->json, so->len);
 	}
 	strbuf_adds(&ws->pending, "}\n");
 	json_decref(obj);
@@ -1498,13 +1584,13 @@ static int watch_event_visit(const store_obj *so, void *userdata)
 
 static void watch_gone(struct watch_state *ws)
 {
-	char msg[200];
+	char o[400];
+	int n = snprintf(o, sizeof(o),
+			 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+			 "\"message\":\"too old resource version: %lld (%lld)\",\"reason\":\"Expired\",\"code\":410}",
+			 (long long)ws->rev, (long long)store_compacted_rev(kube_api_store(ws->ka->api)));
 
-	snprintf(msg, sizeof(msg), "too old resource version: %lld (%lld)", (long long)ws->rev,
-		 (long long)store_compacted_rev(kube_api_store(ws->ka->api)));
-	strbuf_addf(&ws->pending,
-		    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
-		    "\"status\":\"Failure\",\"message\":\"%s\",\"reason\":\"Expired\",\"code\":410}}\n", msg);
+	watch_put(ws, "ERROR", o, (size_t)n);
 	ws->ended = true;
 }
 
@@ -1670,6 +1756,8 @@ static enum http_result handle_watch(struct kubeapi *ka, struct http_req *req, c
 	ws->k = t->k;
 	snprintf(ws->ns, sizeof(ws->ns), "%s", t->ns);
 	ws->table = wants_table(req);
+	ws->proto = !ws->table && kube_proto_accept_first(http_header(req, "Accept")) &&
+		    kube_proto_kind(t->k->api_version, t->k->kind);
 	ws->first_table = true;
 	ws->include = table_include_param(req);
 	ws->bookmarks = bm && parse_bool(bm) == 1;
@@ -1720,7 +1808,9 @@ static enum http_result handle_watch(struct kubeapi *ka, struct http_req *req, c
 	}
 	ws->counted = true;
 	hm_watch(1);
-	return http_reply_stream(req, 200, "application/json", watch_read, ws, watch_free);
+	return http_reply_stream(req, 200,
+				 ws->proto ? KUBE_PROTO_MEDIA_TYPE ";stream=watch" : "application/json",
+				 watch_read, ws, watch_free);
 }
 
 /* --- CRDs as objects ------------------------------------------------------ */

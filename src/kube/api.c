@@ -690,10 +690,70 @@ static void fm_who_init(struct fm_who *who, const struct kube_kind *k, struct ku
 	who->status_separate = k->has_status;
 }
 
-static int record_managed(const struct kube_kind *k, struct kube_opts *o, const json_t *old, json_t *obj)
+/* managedFields a client sent ([{}] only: a reset), as kube-apiserver
+ * reads them: entries whose operation is not Apply or Update, or whose
+ * fieldsType is not FieldsV1, are 422 causes. */
+static bool managed_is_reset(const json_t *mf)
+{
+	size_t i;
+	json_t *e;
+
+	if (!json_array_size(mf))
+		return false;
+	json_array_foreach(mf, i, e)
+		if (!json_is_object(e) || json_object_size(e) != 0)
+			return false;
+	return true;
+}
+
+static int check_sent_managed(const json_t *mf, json_t *causes)
+{
+	size_t i, n = json_array_size(causes);
+	json_t *e;
+
+	if (!mf || json_is_null(mf) || managed_is_reset(mf))
+		return 0;
+	if (!json_is_array(mf)) {
+		add_cause(causes, "FieldValueInvalid", "metadata.managedFields", "Invalid value: must be a list");
+		return 1;
+	}
+	json_array_foreach(mf, i, e) {
+		const char *op = json_string_value(json_object_get(e, "operation"));
+		const char *ft = json_string_value(json_object_get(e, "fieldsType"));
+		char field[80];
+
+		if (!json_is_object(e)) {
+			snprintf(field, sizeof(field), "metadata.managedFields[%zu]", i);
+			add_cause(causes, "FieldValueInvalid", field, "Invalid value: must be an object");
+			continue;
+		}
+		if (!op || (strcmp(op, "Apply") != 0 && strcmp(op, "Update") != 0)) {
+			snprintf(field, sizeof(field), "metadata.managedFields[%zu].operation", i);
+			add_cause(causes, "FieldValueNotSupported", field,
+				  "Unsupported value: \"%s\": supported values: \"Apply\", \"Update\"", op ? op : "");
+		}
+		if (!ft || strcmp(ft, "FieldsV1") != 0) {
+			snprintf(field, sizeof(field), "metadata.managedFields[%zu].fieldsType", i);
+			add_cause(causes, "FieldValueNotSupported", field,
+				  "Unsupported value: \"%s\": supported values: \"FieldsV1\"", ft ? ft : "");
+		}
+	}
+	return json_array_size(causes) > n;
+}
+
+/* sent: the managedFields the client's object carried (NULL: none).  As
+ * kube-apiserver: on the main resource, [{}] resets them (the write's own
+ * changes are then all they hold), a non-empty list replaces the live ones
+ * before the write is recorded on top, and an absent or empty list keeps
+ * the live ones (clients that do not know the field never strip it); the
+ * status subresource always starts from the live ones. */
+static int record_managed_sent(const struct kube_kind *k, struct kube_opts *o, const json_t *old, json_t *obj,
+			       const json_t *sent)
 {
 	struct fm_who who;
+	json_t *base, *bmeta;
 	char now[32];
+	int r;
 
 	if (o && o->managed) {
 		if (json_array_size(o->managed))
@@ -703,13 +763,30 @@ static int record_managed(const struct kube_kind *k, struct kube_opts *o, const 
 		return 0;
 	}
 	fm_who_init(&who, k, o, now, sizeof(now));
-	return fm_record_update(&who, old, obj);
+	if ((o && o->status) || !json_array_size(sent))
+		return fm_record_update(&who, old, obj);
+	/* old with the sent entries in place of its own. */
+	base = old ? json_copy((json_t *)old) : json_object();
+	bmeta = old ? json_copy(json_object_get(old, "metadata")) : json_object();
+	if (!base || !bmeta) {
+		json_decref(base);
+		json_decref(bmeta);
+		return -ENOMEM;
+	}
+	if (managed_is_reset(sent))
+		json_object_del(bmeta, "managedFields");
+	else
+		json_object_set(bmeta, "managedFields", (json_t *)sent);
+	json_object_set_new(base, "metadata", bmeta);
+	r = fm_record_update(&who, base, obj);
+	json_decref(base);
+	return r;
 }
 
 int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns, json_t *body,
 		struct kube_opts *o, json_t **ret, ah_err *err)
 {
-	json_t *obj, *meta, *causes = o && o->causes ? json_incref(o->causes) : json_array();
+	json_t *obj, *meta, *sent_mf = NULL, *causes = o && o->causes ? json_incref(o->causes) : json_array();
 	const char *name, *bns;
 	char uid[40], now[32], gen_name[300];
 	struct render_ctx rc;
@@ -753,6 +830,7 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 	json_object_del(meta, "deletionTimestamp");
 	json_object_del(meta, "deletionGracePeriodSeconds");
 	json_object_del(meta, "generation");
+	sent_mf = json_incref(json_object_get(meta, "managedFields"));
 	json_object_del(meta, "managedFields");
 	json_object_del(meta, "selfLink");
 	if (k->has_status)
@@ -795,8 +873,12 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 		}
 		builtin_defaults(k, obj);
 		if (attempts == 0) {
-			int bad = check_object(k, obj, o, causes, err);
+			int bad, bad_mf;
 
+			bad_mf = check_sent_managed(sent_mf, causes);
+			bad = check_object(k, obj, o, causes, err);
+			if (bad == 0 && bad_mf)
+				bad = 1;
 			if (bad < 0) {
 				r = bad;
 				goto out;
@@ -808,7 +890,7 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 			r = run_admission(api, k, KUBE_CREATE, NULL, obj, err);
 			if (r < 0)
 				goto out;
-			r = record_managed(k, o, NULL, obj);
+			r = record_managed_sent(k, o, NULL, obj, sent_mf);
 			if (r < 0) {
 				r = ah_err_set(err, r, 500, "InternalError", "out of memory");
 				goto out;
@@ -848,11 +930,13 @@ int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns,
 	}
 	*ret = obj;
 	json_decref(causes);
+	json_decref(sent_mf);
 	return 0;
 out:
 	json_decref(obj);
 out_causes:
 	json_decref(causes);
+	json_decref(sent_mf);
 	return r;
 }
 
@@ -875,6 +959,18 @@ static bool has_finalizer(const json_t *obj, const char *f)
 		if (json_string_value(v) && strcmp(json_string_value(v), f) == 0)
 			return true;
 	return false;
+}
+
+/* The garbage collector's own writes (an owner reference of a dependent, an
+ * orphan or foregroundDeletion finalizer of an owner) are recorded as
+ * kube-controller-manager's, as its PATCHes are in kube-apiserver: what it
+ * removes is no one's any more. */
+static void gc_record(const struct kube_kind *k, const json_t *old, json_t *upd)
+{
+	struct kube_opts o = { .field_manager = "kube-controller-manager" };
+
+	if (record_managed_sent(k, &o, old, upd, NULL) < 0)
+		log_warn("garbage collector: recording managedFields of %s: out of memory", k->store_key);
 }
 
 static void gc_enqueue(struct kube_api *api, const char *uid, const char *ns, bool orphan);
@@ -983,18 +1079,21 @@ static int do_update(struct kube_api *api, const struct kube_kind *k, const char
 		     const char *name, json_t *old, int64_t old_rev, json_t *body, bool body_owned,
 		     const char *body_rv, struct kube_opts *o, json_t **ret, ah_err *err)
 {
-	json_t *obj = NULL, *causes = o && o->causes ? json_incref(o->causes) : json_array();
+	json_t *obj = NULL, *sent_mf = NULL, *causes = o && o->causes ? json_incref(o->causes) : json_array();
 	struct render_ctx rc;
 	int64_t new_rev = 0;
+	bool bad_mf = false;
 	int r;
 
 	if (body_rv && *body_rv && strtoll(body_rv, NULL, 10) != old_rev) {
 		r = err_conflict(err, k, name);
 		goto out;
 	}
+	sent_mf = json_incref(json_object_get(json_object_get(body, "metadata"), "managedFields"));
 	r = merge_update(k, old, body, body_owned, o, &obj, err);
 	if (r < 0)
 		goto out;
+	bad_mf = !(o && o->status) && check_sent_managed(sent_mf, causes);
 	/* Same resourceVersion as the old one while we compare and validate. */
 	json_object_set(meta_of(obj), "resourceVersion", json_object_get(json_object_get(old, "metadata"), "resourceVersion"));
 	if (!k->builtin) {
@@ -1009,14 +1108,14 @@ static int do_update(struct kube_api *api, const struct kube_kind *k, const char
 	r = check_object(k, obj, o, causes, err);
 	if (r < 0)
 		goto out;
-	if (r > 0) {
+	if (r > 0 || bad_mf) {
 		r = invalid_error(k, name, causes, err);
 		goto out;
 	}
 	r = run_admission(api, k, KUBE_UPDATE, old, obj, err);
 	if (r < 0)
 		goto out;
-	r = record_managed(k, o, old, obj);
+	r = record_managed_sent(k, o, old, obj, sent_mf);
 	if (r < 0) {
 		r = ah_err_set(err, r, 500, "InternalError", "out of memory");
 		goto out;
@@ -1071,6 +1170,7 @@ static int do_update(struct kube_api *api, const struct kube_kind *k, const char
 out:
 	json_decref(obj);
 	json_decref(causes);
+	json_decref(sent_mf);
 	return r;
 }
 
@@ -1579,6 +1679,7 @@ static void gc_dependent(struct kube_api *api, const struct dep_ref *d, const ch
 				json_object_set(meta_of(upd), "ownerReferences", keep);
 			else
 				json_object_del(meta_of(upd), "ownerReferences");
+			gc_record(k, obj, upd);
 			r = store_update(api->store, k->store_key, d->ns, d->name, rev, render_obj, &rc, NULL);
 			json_decref(upd);
 		} else {
@@ -1673,7 +1774,7 @@ static int release_held(struct kube_api *api, const struct kube_kind *k, const c
 	int attempt;
 
 	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
-		json_t *obj = NULL, *fin, *keep, *f;
+		json_t *obj = NULL, *before, *fin, *keep, *f;
 		int64_t rev;
 		ah_err err;
 		size_t i;
@@ -1685,6 +1786,7 @@ static int release_held(struct kube_api *api, const struct kube_kind *k, const c
 			json_decref(obj);
 			return 0;
 		}
+		before = json_deep_copy(obj);
 		fin = json_object_get(json_object_get(obj, "metadata"), "finalizers");
 		keep = json_array();
 		json_array_foreach(fin, i, f)
@@ -1703,8 +1805,11 @@ static int release_held(struct kube_api *api, const struct kube_kind *k, const c
 		} else {
 			struct render_ctx rc = { .obj = obj };
 
+			if (before)
+				gc_record(k, before, obj);
 			r = store_update(api->store, k->store_key, ns, name, rev, render_obj, &rc, NULL);
 		}
+		json_decref(before);
 		json_decref(obj);
 		if (r != -ESTALE)
 			return r;

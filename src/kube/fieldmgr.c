@@ -29,7 +29,8 @@ static void meta_schema_init(void)
 		"\"annotations\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
 		"\"finalizers\":{\"type\":\"array\",\"x-kubernetes-list-type\":\"set\",\"items\":{\"type\":\"string\"}},"
 		"\"ownerReferences\":{\"type\":\"array\",\"x-kubernetes-list-type\":\"map\","
-		"\"x-kubernetes-list-map-keys\":[\"uid\"],\"items\":{\"type\":\"object\"}}}}",
+		"\"x-kubernetes-list-map-keys\":[\"uid\"],"
+		"\"items\":{\"type\":\"object\",\"x-kubernetes-map-type\":\"atomic\"}}}}",
 		0, NULL);
 }
 
@@ -455,6 +456,13 @@ static void diff_walk(const struct fm_who *who, const json_t *sch, enum level lv
 			free(fk);
 		}
 		json_decref(none);
+		return;
+	}
+	if (json_is_array(nw) && !json_is_array(old) && strcmp(list_type(sch), "atomic") != 0) {
+		/* A set or map list that was not there: Added, itself a member,
+		 * with its items. */
+		fields_walk(who, sch, lv, nw, chg);
+		mark(chg);
 		return;
 	}
 	if (json_is_array(nw) && json_is_array(old) && strcmp(list_type(sch), "atomic") != 0) {
@@ -959,9 +967,11 @@ int fm_apply(const struct fm_who *who, const json_t *live, const json_t *config,
 	json_decref(per_entry);
 	out = live ? merge_val(who, who->schema, LV_ROOT, live, config) : json_deep_copy(config);
 	/* What the applier owned and no longer sets goes, unless someone else
-	 * owns it. */
+	 * owns it or it still holds fields someone owns (the applier's new set
+	 * included: a map the applier owned as a member keeps the children it
+	 * still applies, as structured-merge-diff adds owned items back). */
 	gone = fm_set_difference(json_object_get(me, "set"), applied);
-	others = json_object();
+	others = json_deep_copy(applied);
 	json_array_foreach(entries, i, e) {
 		if (e != me) {
 			json_t *u = fm_set_union(others, json_object_get(e, "set"));

@@ -12,7 +12,8 @@
  * (x-kubernetes-list-type atomic/set/map with x-kubernetes-list-map-keys,
  * x-kubernetes-map-type atomic); a list without a list type is atomic, an
  * object granular.  metadata has kube's fixed semantics (labels and
- * annotations granular, finalizers a set, ownerReferences a map by uid) and
+ * annotations granular, finalizers a set, ownerReferences a map by uid of
+ * atomic items) and
  * the fields the server sets (name, namespace, uid, resourceVersion,
  * generation, creationTimestamp, deletionTimestamp,
  * deletionGracePeriodSeconds, selfLink, managedFields) are owned by no one;

@@ -12,8 +12,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
+#include "base/strbuf.h"
 #include "base/util.h"
 #include "kube/proto/authentication.pb-c.h"
 #include "kube/proto/authorization.pb-c.h"
@@ -451,5 +453,511 @@ int kube_proto_decode(const void *buf, size_t len, json_t **ret, ah_err *err)
 	r = 0;
 out:
 	k8s__io__apimachinery__pkg__runtime__unknown__free_unpacked(u, NULL);
+	return r;
+}
+
+/* ---- Encoding: JSON to protobuf (responses) ----
+ *
+ * The inverse walk: each JSON member is found among the message's fields by
+ * name and written in wire form; a member the subset does not carry, or a
+ * value of the wrong JSON type, makes the whole encoding -ENOTSUP so that the
+ * caller answers JSON instead and no field is ever lost. */
+
+static int put_varint(strbuf *sb, uint64_t v)
+{
+	unsigned char b[10];
+	size_t n = 0;
+
+	do {
+		b[n] = (unsigned char)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			b[n] |= 0x80;
+		n++;
+	} while (v);
+	return strbuf_add(sb, b, n);
+}
+
+static int put_tag(strbuf *sb, uint32_t field, unsigned wire)
+{
+	return put_varint(sb, ((uint64_t)field << 3) | wire);
+}
+
+static int put_bytes_field(strbuf *sb, uint32_t field, const void *data, size_t len)
+{
+	int r = put_tag(sb, field, 2);
+
+	if (r == 0)
+		r = put_varint(sb, len);
+	if (r == 0 && len)
+		r = strbuf_add(sb, data, len);
+	return r;
+}
+
+static int enc_message(strbuf *sb, const ProtobufCMessageDescriptor *d, const json_t *v);
+
+/* "2006-01-02T15:04:05[.ffffff]Z" into seconds and nanoseconds. */
+static int enc_time(strbuf *sb, const json_t *v)
+{
+	const char *s = json_string_value(v), *dot;
+	int64_t nanos = 0;
+	time_t t;
+	int r = 0;
+
+	if (!s || util_parse_rfc3339(s, &t) < 0)
+		return -ENOTSUP;
+	dot = strchr(s, '.');
+	if (dot) {
+		int64_t scale = 100000000;
+
+		for (dot++; *dot >= '0' && *dot <= '9'; dot++, scale /= 10)
+			if (scale)
+				nanos += (*dot - '0') * scale;
+	}
+	if (t) {
+		r = put_tag(sb, 1, 0);
+		if (r == 0)
+			r = put_varint(sb, (uint64_t)(int64_t)t);
+	}
+	if (r == 0 && nanos) {
+		r = put_tag(sb, 2, 0);
+		if (r == 0)
+			r = put_varint(sb, (uint64_t)nanos);
+	}
+	return r;
+}
+
+static int enc_special(strbuf *sb, const ProtobufCMessageDescriptor *d, const json_t *v, bool *handled)
+{
+	const char *name = d->name;
+
+	*handled = true;
+	if (strcmp(name, "k8s.io.apimachinery.pkg.apis.meta.v1.Time") == 0 ||
+	    strcmp(name, "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime") == 0)
+		return enc_time(sb, v);
+	if (strcmp(name, "k8s.io.apimachinery.pkg.api.resource.Quantity") == 0) {
+		char num[32];
+		const char *s = json_string_value(v);
+
+		if (!s && json_is_integer(v)) {
+			snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+			s = num;
+		}
+		if (!s)
+			return -ENOTSUP;
+		return put_bytes_field(sb, 1, s, strlen(s));
+	}
+	if (strcmp(name, "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1") == 0) {
+		char *raw = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		int r;
+
+		if (!raw)
+			return -ENOMEM;
+		r = put_bytes_field(sb, 1, raw, strlen(raw));
+		free(raw);
+		return r;
+	}
+	*handled = false;
+	return 0;
+}
+
+/* One value of field f (a singular field, or one element of a repeated one). */
+static int enc_value(strbuf *sb, const ProtobufCFieldDescriptor *f, const json_t *v)
+{
+	int r;
+
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_INT32:
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_UINT32:
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_ENUM:
+		if (!json_is_integer(v))
+			return -ENOTSUP;
+		r = put_tag(sb, f->id, 0);
+		return r ? r : put_varint(sb, (uint64_t)json_integer_value(v));
+	case PROTOBUF_C_TYPE_SINT32:
+	case PROTOBUF_C_TYPE_SINT64: {
+		int64_t x;
+
+		if (!json_is_integer(v))
+			return -ENOTSUP;
+		x = json_integer_value(v);
+		r = put_tag(sb, f->id, 0);
+		return r ? r : put_varint(sb, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63));
+	}
+	case PROTOBUF_C_TYPE_BOOL:
+		if (!json_is_boolean(v))
+			return -ENOTSUP;
+		r = put_tag(sb, f->id, 0);
+		return r ? r : put_varint(sb, json_is_true(v) ? 1 : 0);
+	case PROTOBUF_C_TYPE_DOUBLE: {
+		double x = json_number_value(v);
+		unsigned char b[8];
+		uint64_t u;
+		int i;
+
+		if (!json_is_number(v))
+			return -ENOTSUP;
+		memcpy(&u, &x, 8);
+		for (i = 0; i < 8; i++)
+			b[i] = (unsigned char)(u >> (8 * i));
+		r = put_tag(sb, f->id, 1);
+		return r ? r : strbuf_add(sb, b, 8);
+	}
+	case PROTOBUF_C_TYPE_STRING:
+		if (!json_is_string(v))
+			return -ENOTSUP;
+		return put_bytes_field(sb, f->id, json_string_value(v), json_string_length(v));
+	case PROTOBUF_C_TYPE_BYTES: {
+		unsigned char *raw = NULL;
+		size_t n = 0;
+
+		if (!json_is_string(v) ||
+		    util_base64_decode(json_string_value(v), json_string_length(v), &raw, &n) < 0)
+			return -ENOTSUP;
+		r = put_bytes_field(sb, f->id, raw, n);
+		free(raw);
+		return r;
+	}
+	case PROTOBUF_C_TYPE_MESSAGE: {
+		strbuf sub = STRBUF_INIT;
+
+		r = enc_message(&sub, f->descriptor, v);
+		if (r == 0)
+			r = put_bytes_field(sb, f->id, sub.buf, sub.len);
+		strbuf_release(&sub);
+		return r;
+	}
+	default:
+		return -ENOTSUP; /* fixed-width and float types: not in the subset */
+	}
+}
+
+static const ProtobufCFieldDescriptor *field_named(const ProtobufCMessageDescriptor *d, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < d->n_fields; i++)
+		if (strcmp(d->fields[i].name, name) == 0)
+			return &d->fields[i];
+	return NULL;
+}
+
+static int enc_message(strbuf *sb, const ProtobufCMessageDescriptor *d, const json_t *v)
+{
+	const char *key;
+	json_t *mv;
+	bool handled;
+	int r;
+
+	r = enc_special(sb, d, v, &handled);
+	if (handled)
+		return r;
+	if (!json_is_object(v))
+		return -ENOTSUP;
+	json_object_foreach((json_t *)v, key, mv) {
+		const ProtobufCFieldDescriptor *f = field_named(d, key);
+
+		if (json_is_null(mv))
+			continue;
+		if (!f)
+			return -ENOTSUP;
+		if (f->label != PROTOBUF_C_LABEL_REPEATED) {
+			r = enc_value(sb, f, mv);
+		} else if (f->type == PROTOBUF_C_TYPE_MESSAGE && is_map_entry(f->descriptor)) {
+			const ProtobufCMessageDescriptor *e = f->descriptor;
+			const char *mk;
+			json_t *me;
+
+			if (!json_is_object(mv))
+				return -ENOTSUP;
+			r = 0;
+			json_object_foreach(mv, mk, me) {
+				strbuf ent = STRBUF_INIT;
+				json_t *k = json_string(mk);
+
+				r = k ? enc_value(&ent, &e->fields[0], k) : -ENOMEM;
+				json_decref(k);
+				if (r == 0)
+					r = enc_value(&ent, &e->fields[1], me);
+				if (r == 0)
+					r = put_bytes_field(sb, f->id, ent.buf, ent.len);
+				strbuf_release(&ent);
+				if (r < 0)
+					break;
+			}
+		} else {
+			size_t i;
+			json_t *el;
+
+			if (!json_is_array(mv))
+				return -ENOTSUP;
+			r = 0;
+			json_array_foreach(mv, i, el) {
+				r = enc_value(sb, f, el);
+				if (r < 0)
+					break;
+			}
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static const struct kind_entry *kind_for(const char *api_version, const char *kind)
+{
+	size_t i;
+
+	if (!api_version || !kind)
+		return NULL;
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (kinds[i].api_version && strcmp(kinds[i].kind, kind) == 0 &&
+		    strcmp(kinds[i].api_version, api_version) == 0)
+			return &kinds[i];
+	return NULL;
+}
+
+bool kube_proto_kind(const char *api_version, const char *kind)
+{
+	return kind_for(api_version, kind) != NULL;
+}
+
+/* The object's own message (no envelope), apiVersion and kind left out. */
+static int enc_object(strbuf *sb, const struct kind_entry *e, const json_t *obj)
+{
+	json_t *body;
+	int r;
+
+	if (!json_is_object(obj))
+		return -ENOTSUP;
+	body = json_copy((json_t *)obj);
+	if (!body)
+		return -ENOMEM;
+	json_object_del(body, "apiVersion");
+	json_object_del(body, "kind");
+	r = enc_message(sb, e->desc, body);
+	json_decref(body);
+	return r;
+}
+
+/* magic + runtime.Unknown{typeMeta, raw, contentEncoding "", contentType ""}. */
+static int envelope(const char *api_version, const char *kind, const strbuf *raw, unsigned char **ret,
+		    size_t *ret_len)
+{
+	strbuf out = STRBUF_INIT, tm = STRBUF_INIT;
+	size_t len;
+	int r;
+
+	r = put_bytes_field(&tm, 1, api_version, strlen(api_version));
+	if (r == 0)
+		r = put_bytes_field(&tm, 2, kind, strlen(kind));
+	if (r == 0)
+		r = strbuf_add(&out, magic, sizeof(magic));
+	if (r == 0)
+		r = put_bytes_field(&out, 1, tm.buf, tm.len);
+	if (r == 0)
+		r = put_bytes_field(&out, 2, raw->buf, raw->len);
+	if (r == 0)
+		r = put_bytes_field(&out, 3, "", 0);
+	if (r == 0)
+		r = put_bytes_field(&out, 4, "", 0);
+	strbuf_release(&tm);
+	if (r < 0) {
+		strbuf_release(&out);
+		return r;
+	}
+	*ret = (unsigned char *)strbuf_detach(&out, &len);
+	*ret_len = len;
+	return *ret ? 0 : -ENOMEM;
+}
+
+int kube_proto_encode(const json_t *obj, unsigned char **ret, size_t *ret_len)
+{
+	const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	const struct kind_entry *e = kind_for(av, kind);
+	strbuf raw = STRBUF_INIT;
+	int r;
+
+	if (!e)
+		return -ENOTSUP;
+	r = enc_object(&raw, e, obj);
+	if (r == 0)
+		r = envelope(av, kind, &raw, ret, ret_len);
+	strbuf_release(&raw);
+	return r;
+}
+
+int kube_proto_encode_list(const json_t *list, unsigned char **ret, size_t *ret_len)
+{
+	const char *av = json_string_value(json_object_get(list, "apiVersion"));
+	const char *kind = json_string_value(json_object_get(list, "kind"));
+	const json_t *meta = json_object_get(list, "metadata"), *items = json_object_get(list, "items");
+	const struct kind_entry *e;
+	strbuf raw = STRBUF_INIT, lm = STRBUF_INIT;
+	char item_kind[128];
+	const char *key;
+	json_t *v, *el;
+	size_t n, i;
+	int r = 0;
+
+	n = kind ? strlen(kind) : 0;
+	if (n < 5 || n - 4 >= sizeof(item_kind) || strcmp(kind + n - 4, "List") != 0)
+		return -ENOTSUP;
+	memcpy(item_kind, kind, n - 4);
+	item_kind[n - 4] = '\0';
+	e = kind_for(av, item_kind);
+	if (!e || (items && !json_is_array(items)) || (meta && !json_is_object(meta)))
+		return -ENOTSUP;
+	/* ListMeta: selfLink 1, resourceVersion 2, continue 3, remainingItemCount 4. */
+	json_object_foreach((json_t *)meta, key, v) {
+		if (strcmp(key, "resourceVersion") == 0 && json_is_string(v))
+			r = put_bytes_field(&lm, 2, json_string_value(v), json_string_length(v));
+		else if (strcmp(key, "continue") == 0 && json_is_string(v))
+			r = put_bytes_field(&lm, 3, json_string_value(v), json_string_length(v));
+		else if (strcmp(key, "selfLink") == 0 && json_is_string(v))
+			r = put_bytes_field(&lm, 1, json_string_value(v), json_string_length(v));
+		else if (strcmp(key, "remainingItemCount") == 0 && json_is_integer(v))
+			r = put_tag(&lm, 4, 0) < 0 ? -ENOMEM : put_varint(&lm, (uint64_t)json_integer_value(v));
+		else
+			r = -ENOTSUP;
+		if (r < 0)
+			goto out;
+	}
+	r = put_bytes_field(&raw, 1, lm.buf, lm.len);
+	json_array_foreach((json_t *)items, i, el) {
+		strbuf one = STRBUF_INIT;
+
+		if (r < 0)
+			break;
+		r = enc_object(&one, e, el);
+		if (r == 0)
+			r = put_bytes_field(&raw, 2, one.buf, one.len);
+		strbuf_release(&one);
+	}
+	if (r == 0)
+		r = envelope(av, kind, &raw, ret, ret_len);
+out:
+	strbuf_release(&lm);
+	strbuf_release(&raw);
+	return r;
+}
+
+/* Accept: the media ranges in order of q (stable: the client's order among
+ * equals), as kube-apiserver's negotiation takes them; the first one the hub
+ * can answer decides.  Protobuf answers only the plain form (a range with
+ * as=Table or other conversions goes on to the next one). */
+bool kube_proto_accept_first(const char *accept)
+{
+	char buf[1024];
+	struct { const char *type; double q; bool plain; } r[32];
+	size_t n = 0, i, j;
+	char *save = NULL, *tok;
+
+	if (!accept || strlen(accept) >= sizeof(buf))
+		return false;
+	strcpy(buf, accept);
+	for (tok = strtok_r(buf, ",", &save); tok && n < 32; tok = strtok_r(NULL, ",", &save)) {
+		char *semi, *p, *psave = NULL;
+
+		while (*tok == ' ' || *tok == '\t')
+			tok++;
+		r[n].type = tok;
+		r[n].q = 1;
+		r[n].plain = true;
+		semi = strchr(tok, ';');
+		if (semi) {
+			*semi = '\0';
+			for (p = strtok_r(semi + 1, ";", &psave); p; p = strtok_r(NULL, ";", &psave)) {
+				while (*p == ' ')
+					p++;
+				if (strncmp(p, "q=", 2) == 0)
+					r[n].q = strtod(p + 2, NULL);
+				else
+					r[n].plain = false;
+			}
+		}
+		for (p = tok + strlen(tok); p > tok && (p[-1] == ' ' || p[-1] == '\t'); p--)
+			p[-1] = '\0';
+		n++;
+	}
+	/* Stable insertion sort by q, highest first. */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && r[j].q > r[j - 1].q; j--) {
+			__typeof__(r[0]) t = r[j];
+
+			r[j] = r[j - 1];
+			r[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		if (r[i].q <= 0)
+			continue;
+		if (strcasecmp(r[i].type, KUBE_PROTO_MEDIA_TYPE) == 0) {
+			if (r[i].plain)
+				return true;
+			continue;
+		}
+		if (strcasecmp(r[i].type, "application/json") == 0 || strcasecmp(r[i].type, "application/yaml") == 0 ||
+		    strcmp(r[i].type, "*/*") == 0 || strcasecmp(r[i].type, "application/*") == 0)
+			return false;
+	}
+	return false;
+}
+
+/* meta/v1 Status: metadata (ListMeta) 1, status 2, message 3, reason 4,
+ * details 5 (not written: the watch's errors carry none), code 6. */
+int kube_proto_encode_status(const json_t *st, unsigned char **ret, size_t *ret_len)
+{
+	static const struct { const char *name; uint32_t id; } strs[] = {
+		{ "status", 2 }, { "message", 3 }, { "reason", 4 },
+	};
+	strbuf raw = STRBUF_INIT;
+	size_t i;
+	int r;
+
+	r = put_bytes_field(&raw, 1, "", 0);
+	for (i = 0; r == 0 && i < sizeof(strs) / sizeof(strs[0]); i++) {
+		const char *s = json_string_value(json_object_get(st, strs[i].name));
+
+		if (s)
+			r = put_bytes_field(&raw, strs[i].id, s, strlen(s));
+	}
+	if (r == 0 && json_is_integer(json_object_get(st, "code"))) {
+		r = put_tag(&raw, 6, 0);
+		if (r == 0)
+			r = put_varint(&raw, (uint64_t)json_integer_value(json_object_get(st, "code")));
+	}
+	if (r == 0)
+		r = envelope("v1", "Status", &raw, ret, ret_len);
+	strbuf_release(&raw);
+	return r;
+}
+
+int kube_proto_watch_frame(strbuf *out, const char *type, const unsigned char *obj, size_t obj_len)
+{
+	strbuf ev = STRBUF_INIT, ext = STRBUF_INIT;
+	unsigned char len[4];
+	int r;
+
+	r = put_bytes_field(&ext, 1, obj, obj_len);
+	if (r == 0)
+		r = put_bytes_field(&ev, 1, type, strlen(type));
+	if (r == 0)
+		r = put_bytes_field(&ev, 2, ext.buf, ext.len);
+	if (r == 0 && ev.len > UINT32_MAX)
+		r = -EFBIG;
+	if (r == 0) {
+		len[0] = (unsigned char)(ev.len >> 24);
+		len[1] = (unsigned char)(ev.len >> 16);
+		len[2] = (unsigned char)(ev.len >> 8);
+		len[3] = (unsigned char)ev.len;
+		r = strbuf_add(out, len, 4);
+	}
+	if (r == 0)
+		r = strbuf_add(out, ev.buf, ev.len);
+	strbuf_release(&ev);
+	strbuf_release(&ext);
 	return r;
 }

@@ -37,4 +37,29 @@ bool kube_proto_content_type(const char *content_type);
  * (custom resources, as kube-apiserver answers for them). */
 int kube_proto_decode(const void *buf, size_t len, json_t **ret, ah_err *err);
 
+/* Responses.  kube_proto_encode() writes an object (apiVersion and kind
+ * naming a kind with a protobuf form here) as a body: magic, envelope and
+ * the object's message; kube_proto_encode_list() a "<Kind>List" with its
+ * metadata and items.  -ENOTSUP when the kind has no protobuf form or the
+ * object holds a member the .proto subset does not carry (or of a JSON type
+ * the field cannot take): the caller answers JSON then, so no field is ever
+ * dropped.  *ret is malloc'd; the caller frees it. */
+int kube_proto_encode(const json_t *obj, unsigned char **ret, size_t *ret_len);
+int kube_proto_encode_list(const json_t *list, unsigned char **ret, size_t *ret_len);
+/* A Status (status, message, reason, code) in its protobuf form. */
+int kube_proto_encode_status(const json_t *st, unsigned char **ret, size_t *ret_len);
+/* Append one watch event to a protobuf watch stream
+ * (application/vnd.kubernetes.protobuf;stream=watch): a 4-byte big-endian
+ * length, then a meta/v1 WatchEvent (type, and the object's own protobuf
+ * body, envelope included, as its RawExtension) without an envelope, as
+ * kube-apiserver's stream serializer writes it. */
+struct strbuf;
+int kube_proto_watch_frame(struct strbuf *out, const char *type, const unsigned char *obj, size_t obj_len);
+/* Whether the kind (by apiVersion and kind) has a protobuf form here. */
+bool kube_proto_kind(const char *api_version, const char *kind);
+/* Whether content negotiation over an Accept header picks protobuf: the
+ * first media range (by q, then order) the hub can answer is plain
+ * application/vnd.kubernetes.protobuf (no as=Table or other conversion). */
+bool kube_proto_accept_first(const char *accept);
+
 #endif

@@ -412,6 +412,12 @@ def test_orphan_deletion(module_hub, ns, version):
     assert hub.get(cm_path(ns, "orph")).status == 404
     assert "ownerReferences" not in hub.get_json(cm_path(ns, "kid1"))["metadata"]
     assert hub.get_json(cm_path(ns, "kid2"))["metadata"]["ownerReferences"] == [other]
+    # The collector's writes are recorded: the removed reference is no one's.
+    for kid in ("kid1", "kid2"):
+        fields = json.dumps([e["fieldsV1"] for e in
+                             hub.get_json(cm_path(ns, kid))["metadata"].get("managedFields", [])])
+        assert owner["metadata"]["uid"] not in fields, (kid, fields)
+    assert "0000-other" in json.dumps(hub.get_json(cm_path(ns, "kid2"))["metadata"]["managedFields"])
     time.sleep(1)  # and the collector does not delete them later
     assert hub.get(cm_path(ns, "kid1")).status == 200
 
@@ -474,6 +480,60 @@ def test_managed_fields_recorded_for_every_write(module_hub, ns):
                     content_type=MERGE, headers={"User-Agent": "my-tool/1.2 (linux)"})
     assert r.status == 200, r
     assert ("my-tool", "Update", "") in managed(r.json())
+
+
+def test_managed_fields_sent_by_clients(module_hub, ns):
+    """managedFields a client writes, as kube-apiserver takes them: [{}]
+    strips them, a list replaces them (the write's own changes recorded on
+    top), an empty or absent list keeps them, bad entries are 422."""
+    hub = module_hub
+    name = "mf-sent"
+    other = {"manager": "other-tool", "operation": "Update", "apiVersion": "agent-install.openshift.io/v1beta1",
+             "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:spec": {"f:role": {}}}}
+    a = agent(name, ns)
+    a["metadata"]["managedFields"] = [other]
+    r = hub.request("POST", f"/apis/agent-install.openshift.io/v1beta1/namespaces/{ns}/agents?fieldManager=creator", a)
+    assert r.status == 201, r
+    mf = managed(r.json())
+    # Every field of a new object is the creator's: other-tool's only field went to it.
+    assert set(mf) == {("creator", "Update", "")}, mf
+    keep = dict(other, fieldsV1={"f:metadata": {"f:annotations": {"f:z": {}}}})
+    b = agent(name + "-b", ns)
+    b["metadata"]["managedFields"] = [keep]
+    r = hub.request("POST", f"/apis/agent-install.openshift.io/v1beta1/namespaces/{ns}/agents?fieldManager=creator", b)
+    assert r.status == 201, r
+    mf = managed(r.json())
+    assert set(mf) == {("creator", "Update", ""), ("other-tool", "Update", "")}, mf
+    assert mf[("other-tool", "Update", "")]["fieldsV1"] == keep["fieldsV1"]
+    # A PUT that sends managedFields replaces them; the PUT's changes go on top.
+    got = hub.get_json(agent_path(ns, name))
+    got["metadata"]["managedFields"] = [other]
+    got["metadata"]["labels"] = {"x": "y"}
+    r = hub.request("PUT", agent_path(ns, name) + "?fieldManager=putter", got)
+    assert r.status == 200, r
+    mf = managed(r.json())
+    assert set(mf) == {("other-tool", "Update", ""), ("putter", "Update", "")}, mf
+    assert mf[("other-tool", "Update", "")]["fieldsV1"] == {"f:spec": {"f:role": {}}}
+    assert mf[("putter", "Update", "")]["fieldsV1"] == {"f:metadata": {"f:labels": {".": {}, "f:x": {}}}}
+    # An empty list keeps them (clients that do not know the field).
+    r = hub.request("PATCH", agent_path(ns, name), {"metadata": {"managedFields": []}}, content_type=MERGE)
+    assert r.status == 200 and set(managed(r.json())) == set(mf), r
+    # [{}] strips them all.
+    r = hub.request("PATCH", agent_path(ns, name), {"metadata": {"managedFields": [{}]}}, content_type=MERGE)
+    assert r.status == 200, r
+    assert "managedFields" not in r.json()["metadata"], r.json()["metadata"]
+    assert "managedFields" not in hub.get_json(agent_path(ns, name))["metadata"]
+    # Entries kube-apiserver refuses: 422 naming the field.
+    got = hub.get_json(agent_path(ns, name))
+    got["metadata"]["managedFields"] = [dict(other, operation="Delete", fieldsType="FieldsV2")]
+    r = hub.request("PUT", agent_path(ns, name), got)
+    st = r.json()
+    assert r.status == 422 and st["reason"] == "Invalid", st
+    causes = {c["field"]: c["message"] for c in st["details"]["causes"]}
+    assert causes == {
+        "metadata.managedFields[0].operation": 'Unsupported value: "Delete": supported values: "Apply", "Update"',
+        "metadata.managedFields[0].fieldsType": 'Unsupported value: "FieldsV2": supported values: "FieldsV1"'}, causes
 
 
 @pytest.mark.parametrize("version", ["1.27", "1.30", "1.33"])

@@ -7,6 +7,7 @@ namespace.  A version whose binary is not installed is skipped.
 """
 
 import json
+import os
 import pathlib
 import subprocess
 import time
@@ -27,10 +28,11 @@ class Kubectl:
         self.bin = KUBECTL_DIR / f"kubectl.{version}"
         self.cache = hub.log_dir / f"kubectl-cache-{version}"
 
-    def run(self, *args, input=None, check=True, timeout=KUBECTL_TIMEOUT):
+    def run(self, *args, input=None, check=True, timeout=KUBECTL_TIMEOUT, env=None):
         cmd = [str(self.bin), "--kubeconfig", str(self.hub.kubeconfig),
                "--cache-dir", str(self.cache), *map(str, args)]
-        r = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout,
+                           env=env)
         if check and r.returncode != 0:
             raise AssertionError(f"kubectl {self.version} failed ({r.returncode}): "
                                  f"{' '.join(map(str, args))}\nstdout: {r.stdout}\n"
@@ -101,6 +103,57 @@ def test_kubectl_version_script(module_hub, version):
     assert got["data"] == {"k": "v2", "m": "merged", "j": "jsonpatch"}
     assert got["metadata"]["labels"] == {"tier": "web", "size": "xl"}
     assert got["metadata"]["annotations"]["note"] == "hello"
+    # strategic merge patch (kubectl's default type) on a built-in kind; a
+    # custom resource refuses it with 415, as kube-apiserver does.
+    k.run("patch", "cm", "applied", "-n", ns, "-p", '{"data":{"s":"strategic"}}')
+    assert k.json("get", "cm", "applied", "-n", ns)["data"]["s"] == "strategic"
+    k.run("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "agent-install.openshift.io/v1beta1", "kind": "NMStateConfig",
+        "metadata": {"name": "nm", "namespace": ns}, "spec": {"config": {}}}))
+    r = k.run("patch", "nmstateconfig", "nm", "-n", ns, "--type", "strategic",
+              "-p", '{"metadata":{"labels":{"a":"b"}}}', check=False)
+    assert r.returncode != 0 and ("415" in r.stderr or "unknown format" in r.stderr), r.stderr
+    # edit, with an editor that changes one value.
+    editor = module_hub.log_dir / "kubectl-editor.py"
+    editor.write_text("import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+                      "p.write_text(p.read_text().replace('s: strategic', 's: edited'))\n")
+    r = k.run("edit", "cm", "applied", "-n", ns,
+              env={**os.environ, "KUBE_EDITOR": f"/usr/bin/python3 {editor}"})
+    assert "edited" in r.stdout, r
+    assert k.json("get", "cm", "applied", "-n", ns)["data"]["s"] == "edited"
+    # server-side apply and diff.
+    ssa = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa", "namespace": ns},
+           "data": {"owned": "1"}}
+    assert "serverside-applied" in k.run("apply", "--server-side", "-f", "-",
+                                         input=json.dumps(ssa)).stdout
+    ssa["data"]["owned"] = "2"
+    r = k.run("diff", "--server-side", "-f", "-", input=json.dumps(ssa), check=False)
+    assert r.returncode == 1 and "owned: \"2\"" in r.stdout, (r.stdout, r.stderr)
+    k.run("apply", "--server-side", "-f", "-", input=json.dumps(ssa))
+    mf = k.json("get", "cm", "ssa", "-n", ns, "--show-managed-fields")["metadata"]["managedFields"]
+    assert [(e["manager"], e["operation"]) for e in mf] == [("kubectl", "Apply")], mf
+
+    # get -w with a label selector and --output-watch-events: an object that
+    # starts matching is ADDED, one that stops matching DELETED.
+    watcher = subprocess.Popen([str(k.bin), "--kubeconfig", str(module_hub.kubeconfig),
+                                "--cache-dir", str(k.cache), "get", "cm", "-n", ns, "-l", "watched=yes",
+                                "-w", "--output-watch-events", "-o",
+                                'jsonpath={.type} {.object.metadata.name}{"\\n"}'],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1)
+        k.run("label", "cm", "settings", "-n", ns, "watched=yes")
+        k.run("label", "cm", "settings", "-n", ns, "watched-")
+        deadline = time.time() + 20
+        lines = []
+        while time.time() < deadline and len(lines) < 2:
+            line = watcher.stdout.readline()
+            if line.strip():
+                lines.append(line.strip())
+        assert lines == ["ADDED settings", "DELETED settings"], lines
+    finally:
+        watcher.kill()
+        watcher.communicate()
 
     # get -o yaml / jsonpath, selectors, pagination.
     assert "kind: ConfigMap" in k.run("get", "cm", "applied", "-n", ns, "-o", "yaml").stdout
@@ -115,7 +168,7 @@ def test_kubectl_version_script(module_hub, version):
         for i in range(3)]}))
     r = k.run("get", "cm", "-n", ns, "--chunk-size=2", "-o", "name", "-v=6")
     assert r.stdout.split() == ["configmap/applied", "configmap/page-0", "configmap/page-1",
-                                "configmap/page-2", "configmap/settings"], r.stdout
+                                "configmap/page-2", "configmap/settings", "configmap/ssa"], r.stdout
     assert r.stderr.count("limit=2") >= 3, r.stderr  # three pages were asked for
 
     # wait: jsonpath, condition (set through the status subresource), delete.
@@ -189,6 +242,29 @@ def test_kubectl_version_script(module_hub, version):
     for name in ("creds", "settings", "applied", "q", "lr", "web", "applied.1", ns):
         assert any(line.startswith("Name:") and line.split()[-1] == name
                    for line in r.stdout.splitlines()), f"{name} not described:\n{r.stdout}"
+
+    # delete cascades: orphan leaves the dependent without the reference,
+    # foreground deletes it before the owner.
+    for policy in ("orphan", "foreground"):
+        k.run("create", "configmap", f"owner-{policy}", "-n", ns)
+        ouid = k.json("get", "cm", f"owner-{policy}", "-n", ns)["metadata"]["uid"]
+        k.run("create", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": f"dep-{policy}", "namespace": ns, "ownerReferences": [{
+                "apiVersion": "v1", "kind": "ConfigMap", "name": f"owner-{policy}", "uid": ouid,
+                "blockOwnerDeletion": True}]}}))
+        k.run("delete", "cm", f"owner-{policy}", "-n", ns, f"--cascade={policy}", timeout=60)
+        assert k.run("get", "cm", f"owner-{policy}", "-n", ns, check=False).returncode != 0
+        dep = k.run("get", "cm", f"dep-{policy}", "-n", ns, "-o", "json", check=False)
+        if policy == "orphan":
+            assert "ownerReferences" not in json.loads(dep.stdout)["metadata"], dep.stdout
+        else:
+            assert dep.returncode != 0, dep.stdout
+
+    # auth: can-i and whoami (GA in 1.28; beta in 1.27, same command).
+    assert k.run("auth", "can-i", "create", "configmaps", "-n", ns).stdout.strip() == "yes"
+    out = k.run("auth", "whoami").stdout
+    assert "system:admin" in out and "system:masters" in out, out
 
     # delete, waiting for the object to go.
     k.run("delete", "secret", "creds", "-n", ns)

@@ -8,6 +8,8 @@ events (stored as core Events).
 
 import base64
 import datetime
+import json
+import time
 import uuid
 
 import pytest
@@ -240,3 +242,53 @@ def test_events_v1_events_share_core_storage(pyhub, apic):
     assert [e.note for e in ev1.list_namespaced_event(ns).items] == ["patched"]
     ev1.delete_namespaced_event("agent.1", ns)
     assert core.list_namespaced_event(ns).items == []
+
+
+def test_watch_bookmarks_and_timeout(pyhub, apic):
+    """allow_watch_bookmarks: the client gets a BOOKMARK (a raw object with
+    only its resourceVersion) before the server's timeout, as kube-apiserver
+    sends one shortly before a watch's deadline, and the stream ends at
+    timeout_seconds.  (This client has no sendInitialEvents parameter; the
+    raw-HTTP tests cover that.)"""
+    ns = make_ns(apic, "py-bookmark")
+    core = client.CoreV1Api(apic)
+    core.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="b0")))
+    rv = core.list_namespaced_config_map(ns).metadata.resource_version
+    core.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="b1")))
+    w = watch.Watch()
+    seen = []
+    start = time.time()
+    for ev in w.stream(core.list_namespaced_config_map, ns, allow_watch_bookmarks=True,
+                       resource_version=rv, timeout_seconds=4):
+        if ev["type"] == "BOOKMARK":
+            seen.append(("BOOKMARK", ev["raw_object"]["metadata"]["resourceVersion"]))
+        else:
+            seen.append((ev["type"], ev["object"].metadata.name))
+    elapsed = time.time() - start
+    assert seen[0] == ("ADDED", "b1"), seen
+    assert seen[1][0] == "BOOKMARK" and int(seen[1][1]) > int(rv), seen
+    assert len(seen) == 2, seen
+    assert 3 <= elapsed < 15, elapsed  # the server ended the stream at its timeout
+
+
+def test_dynamic_client_server_side_apply(pyhub, apic):
+    ns = make_ns(apic, "py-ssa")
+    dyn = dynamic.DynamicClient(apic)
+    agents = dyn.resources.get(api_version="agent-install.openshift.io/v1beta1", kind="Agent")
+    # This client's REST layer sends an apply-patch+yaml body only as text
+    # (JSON is YAML).
+    body = json.dumps(agent("s1", ns))
+    got = agents.server_side_apply(body=body, name="s1", namespace=ns, field_manager="py-applier")
+    assert got.metadata.name == "s1"
+    mf = [(e.manager, e.operation) for e in got.metadata.managedFields]
+    assert ("py-applier", "Apply") in mf, mf
+    # Another manager changes a field the applier owns: conflict, then force.
+    agents.patch(name="s1", namespace=ns, body={"spec": {"approved": True}},
+                 content_type="application/merge-patch+json", field_manager="other")
+    with pytest.raises(ApiException) as e:
+        agents.server_side_apply(body=body, name="s1", namespace=ns, field_manager="py-applier")
+    body409 = e.value.body.decode() if isinstance(e.value.body, bytes) else e.value.body
+    assert e.value.status == 409 and 'conflict with \\"other\\"' in body409, body409
+    got = agents.server_side_apply(body=body, name="s1", namespace=ns, field_manager="py-applier",
+                                   force_conflicts=True)
+    assert got.spec.approved is False

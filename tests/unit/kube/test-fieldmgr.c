@@ -87,7 +87,7 @@ static const struct fields_row fields_rows[] = {
 	{ "metadata lists: finalizers a set, ownerReferences by uid",
 	  "{\"metadata\":{\"finalizers\":[\"f1\"],\"ownerReferences\":[{\"uid\":\"u1\",\"name\":\"o\"}]}}", "",
 	  "{\"f:metadata\":{\"f:finalizers\":{\"v:\\\"f1\\\"\":{}},"
-	  "\"f:ownerReferences\":{\"k:{\\\"uid\\\":\\\"u1\\\"}\":{\".\":{},\"f:name\":{},\"f:uid\":{}}}}}" },
+	  "\"f:ownerReferences\":{\"k:{\\\"uid\\\":\\\"u1\\\"}\":{}}}}" },
 	{ "main resource owns no status", "{\"spec\":{\"role\":\"m\"},\"status\":{\"state\":\"x\"}}", "",
 	  "{\"f:spec\":{\"f:role\":{}}}" },
 	{ "status subresource owns only status", "{\"spec\":{\"role\":\"m\"},\"status\":{\"state\":\"x\"}}",
@@ -205,6 +205,12 @@ static const struct update_row update_rows[] = {
 	  "[{\"manager\":\"kubectl-create\",\"operation\":\"Update\",\"apiVersion\":\"example.com/v1\"," T ","
 	  "\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:metadata\":{\"f:labels\":{\".\":{},\"f:x\":{}}},"
 	  "\"f:spec\":{\".\":{},\"f:approved\":{}}}}]" },
+	{ "create: a new set or map list is a member with its items (owner references atomic)", NULL,
+	  "{\"metadata\":{\"name\":\"a\",\"finalizers\":[\"f1\"],\"ownerReferences\":[{\"uid\":\"u1\",\"name\":\"o\"}]}}",
+	  "m", "",
+	  "[{\"manager\":\"m\",\"operation\":\"Update\",\"apiVersion\":\"example.com/v1\"," T ","
+	  "\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:metadata\":{\"f:finalizers\":{\".\":{},\"v:\\\"f1\\\"\":{}},"
+	  "\"f:ownerReferences\":{\".\":{},\"k:{\\\"uid\\\":\\\"u1\\\"}\":{}}}}}]" },
 	{ "an update takes the changed field from its owner",
 	  "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"a\",\"operation\":\"Update\","
 	  "\"apiVersion\":\"example.com/v1\"," OLDT ",\"fieldsType\":\"FieldsV1\","
@@ -316,6 +322,15 @@ static const struct apply_row apply_rows[] = {
 	  "{\"approved\":false,\"role\":\"m\",\"setList\":[\"a\",\"z\"]}", NULL, NULL },
 	{ "given-up fields go unless someone else owns them; set items too", LIVE_PATCHED,
 	  "{\"metadata\":{\"name\":\"a\"},\"spec\":{}}", false, "{\"approved\":true,\"setList\":[\"z\"]}", NULL, "{}" },
+	/* kubectl's client-side-apply migration leaves the applier owning
+	 * .spec as a member; applying spec's children again keeps spec. */
+	{ "a member given up keeps the children still applied",
+	  "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"kubectl\",\"operation\":\"Apply\","
+	  "\"apiVersion\":\"example.com/v1\",\"time\":\"2020-01-01T00:00:00Z\",\"fieldsType\":\"FieldsV1\","
+	  "\"fieldsV1\":{\"f:spec\":{\".\":{},\"f:approved\":{},\"f:role\":{}}}}]},"
+	  "\"spec\":{\"approved\":true,\"role\":\"\"}}",
+	  "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"approved\":true,\"role\":\"\"}}", false,
+	  "{\"approved\":true,\"role\":\"\"}", NULL, "{\"f:spec\":{\"f:approved\":{},\"f:role\":{}}}" },
 };
 
 static void test_apply(void **state)

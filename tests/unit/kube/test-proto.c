@@ -4,6 +4,7 @@
  * MicroTime, FieldsV1, maps, owner references), Lease, events.k8s.io Events
  * and DeleteOptions; malformed and foreign bodies are refused with the right
  * Status reason. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -433,6 +434,85 @@ static void test_content_type(void **state)
 	assert_false(kube_proto_content_type(NULL));
 }
 
+/* Encoding answers: each object encodes and decodes back to itself. */
+static void roundtrip(const char *text)
+{
+	json_error_t jerr;
+	json_t *in = json_loads(text, 0, &jerr), *out = NULL;
+	unsigned char *pb = NULL;
+	size_t len = 0;
+	ah_err err;
+
+	assert_non_null(in);
+	assert_int_equal(kube_proto_encode(in, &pb, &len), 0);
+	assert_memory_equal(pb, "k8s\0", 4);
+	assert_int_equal(kube_proto_decode(pb, len, &out, &err), 0);
+	if (!json_equal(in, out)) {
+		char *a = json_dumps(in, JSON_SORT_KEYS), *b = json_dumps(out, JSON_SORT_KEYS);
+
+		fail_msg("%s\n!=\n%s", a, b);
+	}
+	json_decref(in);
+	json_decref(out);
+	free(pb);
+}
+
+static void test_encode_roundtrip(void **state)
+{
+	(void)state;
+	roundtrip("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"n\","
+		  "\"uid\":\"u-1\",\"resourceVersion\":\"7\",\"creationTimestamp\":\"2026-01-02T03:04:05Z\","
+		  "\"labels\":{\"kubernetes.io/metadata.name\":\"n\"},\"managedFields\":[{\"manager\":\"kubectl\","
+		  "\"operation\":\"Update\",\"apiVersion\":\"v1\",\"time\":\"2026-01-02T03:04:05Z\","
+		  "\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:metadata\":{\"f:labels\":{}}}}]},"
+		  "\"spec\":{\"finalizers\":[\"kubernetes\"]},\"status\":{\"phase\":\"Active\"}}");
+	roundtrip("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s\",\"namespace\":\"x\","
+		  "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"c\",\"uid\":\"u\","
+		  "\"controller\":true}],\"finalizers\":[\"a/b\"]},\"data\":{\"k\":\"AP8=\",\"e\":\"\"},"
+		  "\"type\":\"Opaque\",\"immutable\":true}");
+	roundtrip("{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"l\"},"
+		  "\"spec\":{\"holderIdentity\":\"a\",\"leaseDurationSeconds\":15,"
+		  "\"renewTime\":\"2026-01-01T00:00:00.250000Z\",\"leaseTransitions\":2}}");
+}
+
+static void test_encode_refusals(void **state)
+{
+	unsigned char *pb = NULL;
+	size_t len = 0;
+	json_t *o;
+
+	(void)state;
+	/* A member the subset does not carry: JSON is answered instead. */
+	o = json_loads("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\"},"
+		       "\"surprise\":1}", 0, NULL);
+	assert_int_equal(kube_proto_encode(o, &pb, &len), -ENOTSUP);
+	json_decref(o);
+	/* A value of the wrong JSON type. */
+	o = json_loads("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"data\":{\"a\":1}}", 0, NULL);
+	assert_int_equal(kube_proto_encode(o, &pb, &len), -ENOTSUP);
+	json_decref(o);
+	/* Custom resources have no protobuf form. */
+	o = json_loads("{\"apiVersion\":\"agent-install.openshift.io/v1beta1\",\"kind\":\"Agent\"}", 0, NULL);
+	assert_int_equal(kube_proto_encode(o, &pb, &len), -ENOTSUP);
+	json_decref(o);
+	assert_null(pb);
+}
+
+static void test_accept(void **state)
+{
+	(void)state;
+	assert_true(kube_proto_accept_first("application/vnd.kubernetes.protobuf,application/json"));
+	assert_true(kube_proto_accept_first("application/vnd.kubernetes.protobuf, */*"));
+	assert_true(kube_proto_accept_first("application/json;q=0.5, application/vnd.kubernetes.protobuf"));
+	assert_false(kube_proto_accept_first("application/json, application/vnd.kubernetes.protobuf"));
+	assert_false(kube_proto_accept_first("application/vnd.kubernetes.protobuf;q=0, application/json"));
+	assert_false(kube_proto_accept_first("application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,"
+					     "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"));
+	assert_false(kube_proto_accept_first("*/*"));
+	assert_false(kube_proto_accept_first(NULL));
+	assert_false(kube_proto_accept_first(""));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -443,6 +523,9 @@ int main(void)
 		cmocka_unit_test(test_delete_options_and_quota),
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_content_type),
+		cmocka_unit_test(test_encode_roundtrip),
+		cmocka_unit_test(test_encode_refusals),
+		cmocka_unit_test(test_accept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
