@@ -118,7 +118,7 @@ static void test_severity(void **state)
 		{ "installing-pending-user-action", "warning" },
 		{ "error", "error" },              { "installed", "info" },
 		{ "installing-in-progress", "info" }, { "known-unbound", "info" },
-		{ "insufficient-unbound", "warning" }, { "disconnected-unbound", "warning" },
+		{ "insufficient-unbound", "info" },   { "disconnected-unbound", "info" },
 	};
 	size_t i;
 
