@@ -1191,7 +1191,7 @@ void hub_save_facts(struct hub *h, const json_t *ie, const char *host_id, const 
 {
 	static const char *transient[] = { "ntp_sources", "domain_resolutions", "connectivity",
 					   "disks_info", "images_status", "discovery_agent_version", "timestamp",
-					   "api_vip_connectivity", NULL };
+					   "api_vip_connectivity", "media_status", NULL };
 	const json_t *meta = json_object_get(ie, "metadata");
 	struct host_lease *l;
 	int i;

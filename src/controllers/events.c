@@ -499,6 +499,57 @@ void hub_host_events(struct hub *h, const json_t *agent, const json_t *host)
 	hub_event_host_status(h, &ref, name, old, now, jstr(host, "status_info"));
 }
 
+static void host_ref(const json_t *agent, const json_t *host, struct hub_event_ref *ref)
+{
+	const char *cid = jstr(host, "cluster_id");
+
+	hub_event_ref_agent(agent, cid && *cid && strcmp(cid, "bound") != 0 ? cid : NULL, ref);
+}
+
+void hub_host_progress_event(struct hub *h, const json_t *agent, const json_t *host)
+{
+	const json_t *p = json_object_get(host, "progress");
+	const char *info = jstr(p, "progress_info");
+	struct hub_event_ref ref;
+	char name[256];
+
+	host_ref(agent, host, &ref);
+	hub_event_host_name(host, name, sizeof(name));
+	hub_event(h, &ref, HUB_EV_INFO, "host_install_progress_updated", "Host: %s, reached installation stage %s%s%s",
+		  name, jstr(p, "current_stage") ? jstr(p, "current_stage") : "", info && *info ? ": " : "",
+		  info ? info : "");
+}
+
+void hub_host_media_event(struct hub *h, const json_t *agent, const json_t *host)
+{
+	struct hub_event_ref ref;
+
+	host_ref(agent, host, &ref);
+	hub_event(h, &ref, HUB_EV_ERROR, "host_media_disconnected", "%s",
+		  "Unable to read from the discovery media. It was either disconnected or poor network conditions "
+		  "prevented it from being read. Try using the minimal ISO option and be sure to keep the media "
+		  "connected until the installation is completed");
+}
+
+void hub_host_cancel_event(struct hub *h, const json_t *agent, const json_t *host)
+{
+	struct hub_event_ref ref;
+	char name[256];
+
+	host_ref(agent, host, &ref);
+	hub_event_host_name(host, name, sizeof(name));
+	hub_event(h, &ref, HUB_EV_INFO, "host_installation_cancelled", "Installation cancelled for host %s", name);
+}
+
+void hub_cluster_event(struct hub *h, const json_t *aci, const char *severity, const char *name, const char *msg)
+{
+	struct hub_event_ref ref;
+
+	hub_event_ref_object(aci, &ref);
+	ref.cluster_id = ref.uid;
+	hub_event(h, &ref, severity, name, "%s", msg);
+}
+
 void hub_event_cluster_status(struct hub *h, const struct hub_event_ref *ref, const char *src,
 			      const char *dst, const char *info)
 {

@@ -262,6 +262,18 @@ void hub_event_cluster_status(struct hub *h, const struct hub_event_ref *ref, co
  * status moved (upstream's texts: "failed", "that used to succeed is now
  * failing", "is now fixed"), then host_status_updated. */
 void hub_host_events(struct hub *h, const json_t *agent, const json_t *host);
+/* Single host events at their upstream moments (agent: the host's Agent,
+ * host: its model): host_install_progress_updated "Host: <name>, reached
+ * installation stage <stage>[: <info>]" (a progress report that moved the
+ * stage or its info), host_media_disconnected (error; the media went away,
+ * before the status change it causes), host_installation_cancelled
+ * "Installation cancelled for host <name>". */
+void hub_host_progress_event(struct hub *h, const json_t *agent, const json_t *host);
+void hub_host_media_event(struct hub *h, const json_t *agent, const json_t *host);
+void hub_host_cancel_event(struct hub *h, const json_t *agent, const json_t *host);
+/* A cluster event with a fixed message about the AgentClusterInstall aci
+ * (cluster_id = its uid, the hub's cluster id). */
+void hub_cluster_event(struct hub *h, const json_t *aci, const char *severity, const char *name, const char *msg);
 /* The name upstream's host messages use (GetHostnameForMsg): the requested
  * hostname, the inventory's, else the host id. */
 void hub_event_host_name(const json_t *host, char *buf, size_t size);
