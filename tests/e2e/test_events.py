@@ -313,23 +313,29 @@ def test_validation_failed_and_fixed_events(hub, tmp_path):
     ie = setup_infraenv(hub)
     with simulated_host(hub, ie, tmp_path / "sim.log", 21) as agent:
         host_id = agent["metadata"]["name"]
-        url = host_url(ie, host_id)
-        # A forbidden hostname breaks hostname-valid, which used to succeed.
-        hub.kubectl("-n", NS, "patch", "agents.agent-install.openshift.io", host_id, "--type", "merge",
-                    "-p", '{"spec":{"hostname":"localhost"}}')
-        expect_event(hub, url, "host_validation_failed", "warning",
-                     "Host localhost: validation 'hostname-valid' that used to succeed is now failing",
-                     about=host_id, host_id=host_id)
-        expect_event(hub, url, "host_status_updated", "info",
-                     prefix="Host localhost: updated status from known-unbound to insufficient-unbound (",
-                     about=host_id, host_id=host_id)
-        hub.kubectl("-n", NS, "patch", "agents.agent-install.openshift.io", host_id, "--type", "merge",
-                    "-p", '{"spec":{"hostname":"worker-7"}}')
-        expect_event(hub, url, "host_validation_fixed", "info",
-                     "Host worker-7: validation 'hostname-valid' is now fixed", about=host_id, host_id=host_id)
-        expect_event(hub, url, "host_status_updated", "info",
-                     prefix="Host worker-7: updated status from insufficient-unbound to known-unbound",
-                     about=host_id, host_id=host_id)
+        inv = agent["metadata"]["annotations"]["agent.agent-install.openshift.io/inventory"]
+    hn, url = json.loads(inv)["hostname"], host_url(ie, host_id)
+    # Discovery fixed what a new host lacks (upstream reports these too).
+    expect_event(hub, url, "host_validation_fixed", "info",
+                 f"Host {hn}: validation 'has-inventory' is now fixed", about=host_id, host_id=host_id)
+    # The host reports 1 GiB of memory: has-min-memory, which used to
+    # succeed, now fails, and the host becomes insufficient.
+    small = json.loads(inv)
+    small["memory"]["physical_bytes"] = small["memory"]["usable_bytes"] = 1 << 30
+    step_reply(hub, ie, host_id, 0, "inventory", json.dumps(small))
+    expect_event(hub, url, "host_validation_failed", "warning",
+                 f"Host {hn}: validation 'has-min-memory' that used to succeed is now failing",
+                 about=host_id, host_id=host_id)
+    expect_event(hub, url, "host_status_updated", "info",
+                 prefix=f"Host {hn}: updated status from known-unbound to insufficient-unbound (",
+                 about=host_id, host_id=host_id)
+    # Its memory back: fixed, and known again.
+    step_reply(hub, ie, host_id, 0, "inventory", inv)
+    expect_event(hub, url, "host_validation_fixed", "info",
+                 f"Host {hn}: validation 'has-min-memory' is now fixed", about=host_id, host_id=host_id)
+    expect_event(hub, url, "host_status_updated", "info",
+                 f"Host {hn}: updated status from insufficient-unbound to known-unbound "
+                 "(Host is ready to be bound to a cluster)", about=host_id, host_id=host_id)
 
 
 def test_install_progress_and_cluster_events(hub_factory, tmp_path, sims):
