@@ -786,8 +786,12 @@ static int load_cluster(struct hub *h, struct cluster_ctx *c)
 		 * monitoring it from its last good shape. */
 		c->cluster = json_deep_copy(prev);
 	} else if (c->cluster) {
-		if (!prev)
+		if (!prev) {
 			am_cluster_registered();
+			if (c->aci)
+				hub_cluster_event(h, c->aci, HUB_EV_INFO, "cluster_registration_succeeded",
+						  "Successfully registered cluster");
+		}
 		cluster_model_carry_state(c->cluster, prev);
 	}
 	json_decref(prev);

@@ -497,6 +497,14 @@ void hub_host_events(struct hub *h, const json_t *agent, const json_t *host)
 		json_decref(is);
 	}
 	hub_event_host_status(h, &ref, name, old, now, jstr(host, "status_info"));
+	/* Late binding (upstream's BindHost / UnbindHost): after the status
+	 * change the move made. */
+	if (streq(now, "binding") && !streq(old, "binding") && ref.cluster_id)
+		hub_event(h, &ref, HUB_EV_INFO, "host_bind_succeeded", "Host %s: Successfully bound to cluster %s", name,
+			  ref.cluster_id);
+	else if ((streq(now, "unbinding") || streq(now, "unbinding-pending-user-action")) &&
+		 !streq(old, "unbinding") && !streq(old, "unbinding-pending-user-action"))
+		hub_event(h, &ref, HUB_EV_INFO, "host_unbind_succeeded", "Host %s: Successfully unbound from cluster", name);
 }
 
 static void host_ref(const json_t *agent, const json_t *host, struct hub_event_ref *ref)

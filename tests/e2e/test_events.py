@@ -235,7 +235,12 @@ def expect_event(hub, url, name, severity, message=None, prefix=None, about=None
     def found():
         _, evs = events_at(hub, url)
         return next((e for e in evs if match(e)), None)
-    ev = wait_for(found, timeout=timeout, what=f"event {name} {message or prefix!r} at {url}")
+    try:
+        ev = wait_for(found, timeout=timeout, what=f"event {name} {message or prefix!r}")
+    except BaseException:
+        _, evs = events_at(hub, url)
+        print("events at the URL:\n" + "\n".join(f"  {e['name']} {e['severity']} {e['message']}" for e in evs))
+        raise
     assert ev["severity"] == severity, ev
     assert ev["event_time"].endswith("Z"), ev
     if host_id:
@@ -436,6 +441,46 @@ def test_stage_timeout_failure_and_cancel_events(hub_factory, tmp_path, sims):
     assert seen["ClusterInstallationCanceled"]["type"] == "Normal"
     assert seen["HostInstallationCancelled"]["message"] == f"Installation cancelled for host {hn}", seen.keys()
     assert seen["HostInstallationCancelled"]["involvedObject"]["name"] == host_id
+
+
+def test_cluster_registration_bind_and_unbind_events(hub_factory, tmp_path, sims):
+    from test_install import Sim, setup_common
+    from test_latebinding import bind, late_binding_infraenv, sno, unbind, wait_pool
+    hub = hub_factory(extra_args=["--host-disconnect-timeout", "30s"])
+    setup_common(hub)
+    ie = late_binding_infraenv(hub)
+    sims.append(Sim(hub, ie, tmp_path, hosts=1))
+    (a,) = wait_pool(hub, 1)
+    host_id, hn = a["metadata"]["name"], a["status"]["inventory"]["hostname"]
+    sno(hub)
+    aci = wait_for(lambda: (lambda o: o if o.get("status", {}).get("debugInfo", {}).get("eventsURL") else None)(
+        hub.kubectl_json("-n", NS, "get", "aci", "test-agent-cluster-install")), timeout=30, what="the ACI's eventsURL")
+    cid, curl = aci["metadata"]["uid"], aci["status"]["debugInfo"]["eventsURL"]
+    # The cluster is registered once.
+    ev = expect_event(hub, curl, "cluster_registration_succeeded", "info", "Successfully registered cluster",
+                      about="test-agent-cluster-install")
+    assert ev["cluster_id"] == cid and "host_id" not in ev, ev
+    # The host is bound: its status changes, then the bind itself.  The
+    # bind clears the inventory (the host reports it again to its cluster),
+    # so upstream's messages name the host by its id.
+    url = host_url(ie, host_id)
+    bind(hub, host_id, "single-node")
+    expect_event(hub, url, "host_status_updated", "info",
+                 f"Host {host_id}: updated status from known-unbound to binding "
+                 "(Host is waiting to be bound to the cluster)", about=host_id)
+    ev = expect_event(hub, url, "host_bind_succeeded", "info",
+                      f"Host {host_id}: Successfully bound to cluster {cid}", about=host_id)
+    assert ev["cluster_id"] == cid, ev
+    # And unbound again.
+    wait_for(lambda: a_state(hub, host_id) not in ("binding", "known-unbound"), timeout=60, what="the host bound")
+    unbind(hub, host_id)
+    expect_event(hub, url, "host_unbind_succeeded", "info", f"Host {host_id}: Successfully unbound from cluster",
+                 about=host_id)
+    assert hn != host_id
+
+
+def a_state(hub, name):
+    return hub.kubectl_json("-n", NS, "get", "agent", name).get("status", {}).get("debugInfo", {}).get("state")
 
 
 # ---- EVENT_RATE_LIMITS ------------------------------------------------------------
