@@ -154,8 +154,9 @@ int hub_events_init(struct hub *h, ah_err *err)
 	r = ev_limiter_configure(h->ev_limiter, h->cfg.event_rate_limits, err);
 	if (r < 0)
 		return r;
+	/* At debug level, as upstream's logCurrentLimits. */
 	ev_limiter_describe(h->ev_limiter, limits, sizeof(limits));
-	log_info("event rate limits: %s", *limits ? limits : "none");
+	log_debug("event rate limits: %s", *limits ? limits : "none");
 	return 0;
 }
 

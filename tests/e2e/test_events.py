@@ -501,7 +501,8 @@ def status_events(hub, ie, host_id):
 
 
 def test_rate_limit_keeps_a_flapping_host_to_one_event_per_window(hub_factory):
-    hub = hub_factory(extra_args=["--event-rate-limits", '{"host_status_updated":"1h"}'])
+    # -v: the limits are logged at debug level, as upstream does.
+    hub = hub_factory(extra_args=["-v", "--event-rate-limits", '{"host_status_updated":"1h"}'])
     assert "event rate limits: upgrade_agent_failed=1h0m0s upgrade_agent_finished=1h0m0s " \
            "upgrade_agent_started=1h0m0s host_status_updated=1h0m0s" in hub.log_text()
     ie = setup_infraenv(hub)
@@ -522,7 +523,7 @@ def test_rate_limit_keeps_a_flapping_host_to_one_event_per_window(hub_factory):
 
     # Upstream's defaults limit only the upgrade_agent_* events: the same
     # flapping on a hub without the setting is all recorded.
-    plain = hub_factory(name="plain")
+    plain = hub_factory(extra_args=["-v"], name="plain")
     assert "event rate limits: upgrade_agent_failed=1h0m0s upgrade_agent_finished=1h0m0s " \
            "upgrade_agent_started=1h0m0s\n" in plain.log_text() + "\n"
     ie = setup_infraenv(plain)
