@@ -408,6 +408,7 @@ static enum http_result do_step_reply(struct hub *h, struct http_req *req, const
 {
 	json_t *agent = NULL, *host = NULL, *body = NULL, *old_images;
 	struct host_cluster hc;
+	bool media_was;
 	enum http_result res;
 	ah_err err;
 	int r;
@@ -426,6 +427,7 @@ static enum http_result do_step_reply(struct hub *h, struct http_req *req, const
 	}
 	hub_host_cluster_load(h, agent, host, &hc);
 	old_images = json_incref(json_object_get(host, "images_status"));
+	media_was = jstr(host, "media_status") && strcmp(jstr(host, "media_status"), "disconnected") == 0;
 	r = host_apply_step_reply_cluster(host, body, hc.cluster, &err);
 	if (r == 0)
 		am_step_reply(body, old_images);
@@ -481,6 +483,10 @@ static enum http_result do_step_reply(struct hub *h, struct http_req *req, const
 		return hub_reply_error(req, 400, "%s", err.message);
 	}
 	hub_save_facts(h, ie, host_id, host);
+	/* The media went away (exit code 256): upstream's event comes before
+	 * the status change it causes. */
+	if (!media_was && jstr(host, "media_status") && strcmp(jstr(host, "media_status"), "disconnected") == 0)
+		hub_host_media_event(h, agent, host);
 	hub_host_pass_in(h, agent, host, true, &hc);
 	hub_host_cluster_release(&hc);
 	json_decref(host);
@@ -525,15 +531,10 @@ static enum http_result do_progress(struct hub *h, struct http_req *req, const j
 	} else if (r == -ESTALE) {
 		res = hub_reply_error(req, 503, "host %s is being updated, try again", host_id);
 	} else {
+		if (changed || !json_equal(json_object_get(prev, "progress_info"),
+					   json_object_get(json_object_get(host, "progress"), "progress_info")))
+			hub_host_progress_event(h, agent, host);
 		if (changed) {
-			struct hub_event_ref ref;
-			const char *hn = jstr(host, "requested_hostname") ? jstr(host, "requested_hostname") :
-					 jstr(json_object_get(json_object_get(agent, "status"), "inventory"), "hostname");
-
-			hub_event_ref_agent(agent, jstr(hc.cluster, "id"), &ref);
-			hub_event(h, &ref, HUB_EV_INFO, "host_install_progress_updated",
-				  "Host: %s, reached installation stage %s", hn ? hn : host_id,
-				  jstr(json_object_get(host, "progress"), "current_stage"));
 			am_host_stage_changed(prev, host, time(NULL));
 		}
 		res = http_reply_json(req, 200, host);

@@ -1649,8 +1649,7 @@ static void rr_to(struct rr *r, const char *st, const char *info)
 static void rr_error(struct rr *r, const char *info)
 {
 	rr_to(r, "error", info);
-	event(r, "cluster_installation_failed", "critical", "Failed installing cluster %s. Reason: %s", sget(r->in, "name"),
-	      info);
+	event(r, "cluster_installation_failed", "critical", "Failed installing cluster. Reason: %s", info);
 }
 
 static int count_role_in(const json_t *hosts, const char *role, const char *const *statuses)
@@ -2013,8 +2012,7 @@ static void refresh_installing(struct rr *r)
 		rr_to(r, "installed", installed_workers < count_role_in(r->hosts, "worker", NULL)
 					      ? "Cluster is installed but some workers did not join"
 					      : CLUSTER_INFO_INSTALLED);
-		event(r, "cluster_installation_completed", "info", "Successfully finished installing cluster %s",
-		      sget(c, "name"));
+		event(r, "cluster_installation_completed", "info", "%s", "Successfully completed installing cluster");
 	} else if (inst && !Fin && !Inst) {
 		rr_error(r, CLUSTER_INFO_ERROR);
 	} else if (fin) {
@@ -2103,9 +2101,9 @@ static void validation_events(struct rr *r, const json_t *old_info, const json_t
 			nr = json_object_get(results, id);
 			if (!nr)
 				continue;
-			if (!strcmp(sget(x, "status"), "success") && !strcmp(sget(nr, "status"), "failure"))
-				event(r, "cluster_validation_failed", "warning",
-				      "Cluster validation '%s' that used to succeed is now failing", id);
+			if (strcmp(sget(x, "status"), "failure") != 0 && !strcmp(sget(nr, "status"), "failure"))
+				event(r, "cluster_validation_failed", "warning", "Cluster validation '%s' %s", id,
+				      !strcmp(sget(x, "status"), "success") ? "that used to succeed is now failing" : "failed");
 			else if (!strcmp(sget(x, "status"), "failure") && !strcmp(sget(nr, "status"), "success"))
 				event(r, "cluster_validation_fixed", "info", "Cluster validation '%s' is now fixed", id);
 		}

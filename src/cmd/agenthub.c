@@ -20,6 +20,7 @@
 #include "api/api.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "controllers/evlimit.h"
 #include "controllers/hub.h"
 #include "http/creds.h"
 #include "http/kubeapi.h"
@@ -125,6 +126,7 @@ struct serve_opts {
 	const char *metrics_listen;
 	const char *log_format;
 	struct host_timeouts timeouts; /* environment, then --host-timeout / --host-disconnect-timeout */
+	const char *event_rate_limits; /* EVENT_RATE_LIMITS, then --event-rate-limits */
 	unsigned max_conns, max_downloads, http_threads, idle_timeout, request_timeout;
 };
 
@@ -316,6 +318,12 @@ static void usage(FILE *f)
 		"                        HOST_LOG_COLLECTION_TIMEOUT, HOST_LOG_PENDING_TIMEOUT,\n"
 		"                        HOST_STAGE_<STAGE>_TIMEOUT (e.g. HOST_STAGE_INSTALLING_TIMEOUT),\n"
 		"                        ENABLE_SOFT_TIMEOUTS=true|false\n"
+		"  --event-rate-limits JSON\n"
+		"                        upstream's EVENT_RATE_LIMITS, e.g. '{\"host_status_updated\":\"10m\"}':\n"
+		"                        an event of a listed name about the same host, cluster or\n"
+		"                        infra-env is recorded at most once in that time; wins over\n"
+		"                        the environment variable (default: the upgrade_agent_* events\n"
+		"                        at 1h, as upstream)\n"
 		"  --metrics-listen HOST:PORT\n"
 		"                        also serve /metrics (Prometheus text format) over plain HTTP\n"
 		"                        there, without authentication, for scrapers; /metrics on the\n"
@@ -366,6 +374,30 @@ static int timeouts_from_environment(struct host_timeouts *t)
 			log_info("host timeout %s=%s (environment)", name, eq + 1);
 	}
 	return 0;
+}
+
+/* EVENT_RATE_LIMITS text checked before the start, so that a bad value
+ * stops it with a message naming where it came from (what names the
+ * variable or flag). */
+static int check_event_rate_limits(const char *what, const char *text)
+{
+	struct ev_limiter *l = NULL;
+	ah_err err;
+	int r;
+
+	ah_err_clear(&err);
+	r = ev_limiter_new(0, &l);
+	if (r == 0)
+		r = ev_limiter_configure(l, text, &err);
+	ev_limiter_free(l);
+	if (r < 0) {
+		const char *m = *err.message ? err.message : strerror(-r);
+
+		if (strncmp(m, "EVENT_RATE_LIMITS: ", 19) == 0)
+			m += 19;
+		fprintf(stderr, "agenthub: %s: %s\n", what, m);
+	}
+	return r;
 }
 
 /* One timeout from the command line; flag is the option, for the message. */
@@ -432,6 +464,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "host-disconnect-timeout", required_argument, NULL, 't' },
 		{ "host-timeout", required_argument, NULL, 'T' },
 		{ "metrics-listen", required_argument, NULL, 'm' },
+		{ "event-rate-limits", required_argument, NULL, 'E' },
 		{ "log-format", required_argument, NULL, 'f' },
 		{ "max-connections", required_argument, NULL, 'C' },
 		{ "max-downloads", required_argument, NULL, 'D' },
@@ -450,6 +483,10 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 	o->max_body = DEFAULT_MAX_BODY;
 	o->cache_bytes = STORE_CACHE_BYTES_DEFAULT;
 	if (timeouts_from_environment(&o->timeouts) < 0)
+		return -EINVAL;
+	o->event_rate_limits = getenv("EVENT_RATE_LIMITS");
+	if (o->event_rate_limits && check_event_rate_limits("environment variable EVENT_RATE_LIMITS",
+							    o->event_rate_limits) < 0)
 		return -EINVAL;
 	optind = 1;
 	opterr = 0;
@@ -503,6 +540,11 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 			break;
 		}
 		case 'm': o->metrics_listen = optarg; break;
+		case 'E':
+			if (check_event_rate_limits("--event-rate-limits", optarg) < 0)
+				return -EINVAL;
+			o->event_rate_limits = optarg;
+			break;
 		case 'f':
 			if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0) {
 				fprintf(stderr, "agenthub: --log-format: expected text or json, got %s\n", optarg);
@@ -696,6 +738,7 @@ static int serve(int argc, char **argv)
 		hc.hub_ca_pem = creds.ca_pem;
 		hc.os_images_file = o.os_images;
 		hc.default_iso = iso;
+		hc.event_rate_limits = o.event_rate_limits;
 		hc.host_disconnect_timeout_s = o.timeouts.disconnect_s < INT_MAX ? (int)o.timeouts.disconnect_s : INT_MAX;
 		/* Before the hub starts its threads: they read it from then on. */
 		host_timeouts_configure(&o.timeouts);

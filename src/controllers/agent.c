@@ -823,22 +823,6 @@ static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host
 			  bool cas);
 
 
-/* One event per state change of the host (backend.md §8). */
-static void host_status_event(struct hub *h, const json_t *agent, const json_t *host)
-{
-	const char *old = jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state");
-	const char *now = jstr(host, "status"), *cid = jstr(host, "cluster_id");
-	const json_t *inv = json_object_get(json_object_get(agent, "status"), "inventory");
-	struct hub_event_ref ref;
-
-	if (!now || (old && strcmp(old, now) == 0))
-		return;
-	hub_event_ref_agent(agent, cid && *cid && strcmp(cid, "bound") != 0 ? cid : NULL, &ref);
-	hub_event_host_status(h, &ref, jstr(host, "requested_hostname") ? jstr(host, "requested_hostname")
-									 : jstr(inv, "hostname"),
-			      old ? old : "", now, jstr(host, "status_info"));
-}
-
 /* Write what the Agent shows of the host, if it differs; with cas, only if
  * the Agent is still the one the host was read from (a writer that is not
  * the host's own request must never undo what the request just wrote). */
@@ -876,7 +860,7 @@ static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host
 		else if (r < 0)
 			log_warn("agent %s/%s: status update: %s", ns, name, err.message);
 		if (r == 0)
-			host_status_event(h, agent, host);
+			hub_host_events(h, agent, host);
 		json_decref(patch);
 		json_decref(ret);
 	}
@@ -1207,7 +1191,7 @@ void hub_save_facts(struct hub *h, const json_t *ie, const char *host_id, const 
 {
 	static const char *transient[] = { "ntp_sources", "domain_resolutions", "connectivity",
 					   "disks_info", "images_status", "discovery_agent_version", "timestamp",
-					   "api_vip_connectivity", NULL };
+					   "api_vip_connectivity", "media_status", NULL };
 	const json_t *meta = json_object_get(ie, "metadata");
 	struct host_lease *l;
 	int i;

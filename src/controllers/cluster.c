@@ -786,8 +786,12 @@ static int load_cluster(struct hub *h, struct cluster_ctx *c)
 		 * monitoring it from its last good shape. */
 		c->cluster = json_deep_copy(prev);
 	} else if (c->cluster) {
-		if (!prev)
+		if (!prev) {
 			am_cluster_registered();
+			if (c->aci)
+				hub_cluster_event(h, c->aci, HUB_EV_INFO, "cluster_registration_succeeded",
+						  "Successfully registered cluster");
+		}
 		cluster_model_carry_state(c->cluster, prev);
 	}
 	json_decref(prev);
@@ -1092,7 +1096,9 @@ static void maybe_start(struct hub *h, struct cluster_ctx *c, int64_t now)
 	ic = installconfig_build(c->cluster, c->hosts, c->pull_secret ? c->pull_secret : "",
 				 jstr(json_object_get(json_object_get(c->aci, "metadata"), "annotations"),
 				      INSTALLCONFIG_OVERRIDES_ANNOTATION), &err);
-	cluster_preparation_done(c->cluster, ic != NULL, ic ? NULL : err.message, &err);
+	if (cluster_preparation_done(c->cluster, ic != NULL, ic ? NULL : err.message, &err) == 0 && ic)
+		hub_cluster_event(h, c->aci, HUB_EV_INFO, "cluster_prepare_installation_started",
+				  "Cluster starting to prepare for installation");
 	if (ic) {
 		OPENSSL_cleanse(ic, strlen(ic));
 		free(ic);
@@ -1395,14 +1401,16 @@ static void aci_cleanup(struct hub *h, struct cluster_ctx *c)
 		hub_event_ref_object(c->aci, &ref);
 		ref.cluster_id = meta_str(c->aci, "uid");
 		hub_event_cluster_status(h, &ref, cst, "cancelled", CLUSTER_INFO_CANCELLED);
+		hub_cluster_event(h, c->aci, HUB_EV_INFO, "cluster_installation_canceled", "Canceled cluster installation");
 		am_cluster_status(cst, "cancelled", json_integer_value(json_object_get(
 			c->cluster ? c->cluster : c->prev_state, "install_started_at")), time(NULL));
 		json_array_foreach(agents, i, a) {
 			json_t *host = hub_host_model(h, a);
 			ah_err err;
 
-			if (host && host_cancel_installation(host, "Installation cancelled by user", time(NULL), &err) == 0)
-				hub_host_sync(h, a, host);
+			if (host && host_cancel_installation(host, "Installation cancelled by user", time(NULL), &err) == 0 &&
+			    hub_host_sync(h, a, host) == 0)
+				hub_host_cancel_event(h, a, host);
 			json_decref(host);
 		}
 		json_decref(agents);

@@ -46,10 +46,12 @@ static bool streq(const char *a, const char *b)
 
 /* --- pure helpers ----------------------------------------------------------- */
 
+/* Upstream's GetEventSeverityFromHostStatus: warning for disconnected,
+ * insufficient and installing-pending-user-action (not their -unbound
+ * forms), error for error, info otherwise. */
 const char *hub_event_host_status_severity(const char *state)
 {
-	static const char *const warn[] = { "disconnected", "insufficient", "installing-pending-user-action",
-					    "disconnected-unbound", "insufficient-unbound", NULL };
+	static const char *const warn[] = { "disconnected", "insufficient", "installing-pending-user-action", NULL };
 	size_t i;
 
 	if (!state)
@@ -138,6 +140,30 @@ static bool cap_take(const char *key)
 	if (n == EVENTS_PER_OBJECT_MAX)
 		log_warn("events: %s has %d distinct events; dropping new ones", key, EVENTS_PER_OBJECT_MAX);
 	return n < EVENTS_PER_OBJECT_MAX;
+}
+
+/* --- the recorder's set-up ------------------------------------------------------ */
+
+int hub_events_init(struct hub *h, ah_err *err)
+{
+	char limits[1024];
+	int r = ev_limiter_new(0, &h->ev_limiter);
+
+	if (r < 0)
+		return ah_err_set(err, -r, 500, "InternalError", "events: %s", strerror(-r));
+	r = ev_limiter_configure(h->ev_limiter, h->cfg.event_rate_limits, err);
+	if (r < 0)
+		return r;
+	/* At debug level, as upstream's logCurrentLimits. */
+	ev_limiter_describe(h->ev_limiter, limits, sizeof(limits));
+	log_debug("event rate limits: %s", *limits ? limits : "none");
+	return 0;
+}
+
+void hub_events_release(struct hub *h)
+{
+	ev_limiter_free(h->ev_limiter);
+	h->ev_limiter = NULL;
 }
 
 /* --- recording ---------------------------------------------------------------- */
@@ -292,6 +318,15 @@ static void record(struct hub *h, const struct hub_event_ref *ref, const char *s
 		severity = HUB_EV_INFO;
 	if (!category || !*category)
 		category = "user";
+	/* EVENT_RATE_LIMITS, per entity as upstream.  Logged at debug only: a
+	 * flapping host would otherwise flood the log instead of the events. */
+	if (!ev_limiter_allow(h->ev_limiter, name, ref->cluster_id, ref->host_id, ref->infra_env_id, util_mono_ms())) {
+		log_debug("events: event will be discarded: name=%s limit=%llds host_id=%s cluster_id=%s "
+			  "infra_env_id=%s", name, (long long)(ev_limiter_limit_ms(h->ev_limiter, name) / 1000),
+			  ref->host_id ? ref->host_id : "", ref->cluster_id ? ref->cluster_id : "",
+			  ref->infra_env_id ? ref->infra_env_id : "");
+		return;
+	}
 	/* What makes two events the same one. */
 	hash = fnv1a(hash, ref->kind);
 	hash = fnv1a(hash, ref->name);
@@ -379,10 +414,149 @@ void hub_event_host_status(struct hub *h, const struct hub_event_ref *ref, const
 	/* A new host has no previous status: its registration is the event. */
 	if (!src || !*src || !dst || !*dst || streq(src, dst))
 		return;
+	/* Upstream's "... to {new_status} {info}" with info "(<status_info>)",
+	 * or "" (and the space kept) when there is none. */
 	hub_event(h, ref, hub_event_host_status_severity(dst), "host_status_updated",
-		  "Host %s: updated status from %s to %s (%s)",
+		  "Host %s: updated status from %s to %s %s%s%s",
 		  hostname && *hostname ? hostname : (ref && ref->host_id ? ref->host_id : ""), src, dst,
+		  info && *info ? "(" : "", info ? info : "", info && *info ? ")" : "");
+}
+
+/* Upstream's GetHostnameForMsg: the requested hostname, else the
+ * inventory's, else the host id. */
+void hub_event_host_name(const json_t *host, char *buf, size_t size)
+{
+	const json_t *inv = json_object_get(host, "inventory");
+	const char *name = jstr(host, "requested_hostname");
+	json_t *parsed = NULL;
+
+	if ((!name || !*name) && json_is_string(inv)) {
+		parsed = json_loads(json_string_value(inv), 0, NULL);
+		name = jstr(parsed, "hostname");
+	} else if (!name || !*name) {
+		name = jstr(inv, "hostname");
+	}
+	snprintf(buf, size, "%s", name && *name ? name : (jstr(host, "id") ? jstr(host, "id") : ""));
+	json_decref(parsed);
+}
+
+/* validationsInfo (an object, or its JSON text) as {id: status}. */
+static json_t *validation_statuses(const json_t *vi)
+{
+	json_t *parsed = json_is_string(vi) ? json_loads(json_string_value(vi), 0, NULL) : json_incref((json_t *)vi);
+	json_t *out = json_object(), *list, *v;
+	const char *cat;
+	size_t i;
+
+	json_object_foreach(parsed, cat, list)
+		json_array_foreach(list, i, v)
+			if (jstr(v, "id") && jstr(v, "status"))
+				json_object_set_new(out, jstr(v, "id"), json_string(jstr(v, "status")));
+	json_decref(parsed);
+	return out;
+}
+
+void hub_host_events(struct hub *h, const json_t *agent, const json_t *host)
+{
+	const json_t *old_status = json_object_get(agent, "status");
+	const char *old = jstr(json_object_get(old_status, "debugInfo"), "state");
+	const char *now = jstr(host, "status"), *cid = jstr(host, "cluster_id");
+	struct hub_event_ref ref;
+	char name[256];
+
+	if (!now)
+		return;
+	hub_event_ref_agent(agent, cid && *cid && strcmp(cid, "bound") != 0 ? cid : NULL, &ref);
+	hub_event_host_name(host, name, sizeof(name));
+	/* A host's first state is its registration (upstream's new row). */
+	if (!old || !*old) {
+		hub_event(h, &ref, HUB_EV_INFO, "host_registration_succeeded", "Host %s: Successfully registered", name);
+		return;
+	}
+	/* Validations whose status changed, before the status (upstream
+	 * reports them before it runs the state machine); only those that had
+	 * a status before. */
+	if (json_object_get(host, "validations_info")) {
+		json_t *was = validation_statuses(json_object_get(old_status, "validationsInfo"));
+		json_t *is = validation_statuses(json_object_get(host, "validations_info"));
+		const char *id;
+		json_t *v;
+
+		json_object_foreach(is, id, v) {
+			const char *prev = json_string_value(json_object_get(was, id)), *cur = json_string_value(v);
+
+			if (!prev || streq(prev, cur))
+				continue;
+			if (streq(cur, "failure"))
+				hub_event(h, &ref, HUB_EV_WARNING, "host_validation_failed", "Host %s: validation '%s' %s",
+					  name, id, streq(prev, "success") ? "that used to succeed is now failing" : "failed");
+			else if (streq(cur, "success") && streq(prev, "failure"))
+				hub_event(h, &ref, HUB_EV_INFO, "host_validation_fixed",
+					  "Host %s: validation '%s' is now fixed", name, id);
+		}
+		json_decref(was);
+		json_decref(is);
+	}
+	hub_event_host_status(h, &ref, name, old, now, jstr(host, "status_info"));
+	/* Late binding (upstream's BindHost / UnbindHost): after the status
+	 * change the move made. */
+	if (streq(now, "binding") && !streq(old, "binding") && ref.cluster_id)
+		hub_event(h, &ref, HUB_EV_INFO, "host_bind_succeeded", "Host %s: Successfully bound to cluster %s", name,
+			  ref.cluster_id);
+	else if ((streq(now, "unbinding") || streq(now, "unbinding-pending-user-action")) &&
+		 !streq(old, "unbinding") && !streq(old, "unbinding-pending-user-action"))
+		hub_event(h, &ref, HUB_EV_INFO, "host_unbind_succeeded", "Host %s: Successfully unbound from cluster", name);
+}
+
+static void host_ref(const json_t *agent, const json_t *host, struct hub_event_ref *ref)
+{
+	const char *cid = jstr(host, "cluster_id");
+
+	hub_event_ref_agent(agent, cid && *cid && strcmp(cid, "bound") != 0 ? cid : NULL, ref);
+}
+
+void hub_host_progress_event(struct hub *h, const json_t *agent, const json_t *host)
+{
+	const json_t *p = json_object_get(host, "progress");
+	const char *info = jstr(p, "progress_info");
+	struct hub_event_ref ref;
+	char name[256];
+
+	host_ref(agent, host, &ref);
+	hub_event_host_name(host, name, sizeof(name));
+	hub_event(h, &ref, HUB_EV_INFO, "host_install_progress_updated", "Host: %s, reached installation stage %s%s%s",
+		  name, jstr(p, "current_stage") ? jstr(p, "current_stage") : "", info && *info ? ": " : "",
 		  info ? info : "");
+}
+
+void hub_host_media_event(struct hub *h, const json_t *agent, const json_t *host)
+{
+	struct hub_event_ref ref;
+
+	host_ref(agent, host, &ref);
+	hub_event(h, &ref, HUB_EV_ERROR, "host_media_disconnected", "%s",
+		  "Unable to read from the discovery media. It was either disconnected or poor network conditions "
+		  "prevented it from being read. Try using the minimal ISO option and be sure to keep the media "
+		  "connected until the installation is completed");
+}
+
+void hub_host_cancel_event(struct hub *h, const json_t *agent, const json_t *host)
+{
+	struct hub_event_ref ref;
+	char name[256];
+
+	host_ref(agent, host, &ref);
+	hub_event_host_name(host, name, sizeof(name));
+	hub_event(h, &ref, HUB_EV_INFO, "host_installation_cancelled", "Installation cancelled for host %s", name);
+}
+
+void hub_cluster_event(struct hub *h, const json_t *aci, const char *severity, const char *name, const char *msg)
+{
+	struct hub_event_ref ref;
+
+	hub_event_ref_object(aci, &ref);
+	ref.cluster_id = ref.uid;
+	hub_event(h, &ref, severity, name, "%s", msg);
 }
 
 void hub_event_cluster_status(struct hub *h, const struct hub_event_ref *ref, const char *src,

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "controllers/hub.h"
+#include "controllers/evlimit.h"
 #include "controllers/runtime.h"
 #include "image/jwt.h"
 
@@ -117,6 +118,8 @@ struct hub {
 	bool controllers_running;  /* h->rt started (the download thread may queue) */
 	pthread_cond_t os_cond;
 	pthread_t os_thread;
+
+	struct ev_limiter *ev_limiter; /* EVENT_RATE_LIMITS (events.c, evlimit.h) */
 };
 
 /* Controllers, each registered with h->rt by its own file (before the
@@ -201,6 +204,11 @@ bool hub_infraenv_token_current(struct hub *h, const json_t *infraenv, const cha
  * instead of adding another.  Events are owned by their object (garbage
  * collected with it) and capped at 1000 distinct ones per object.  Each call
  * is one or two store writes on the caller's thread.  Thread-safe. */
+/* Set up / free the event recorder of h (its rate limiter, from
+ * cfg.event_rate_limits; a bad value fails with err naming it).  Before
+ * any event; hub_new and hub_free call them. */
+int hub_events_init(struct hub *h, ah_err *err);
+void hub_events_release(struct hub *h);
 /* The annotation of an Event that holds its upstream fields (JSON). */
 #define HUB_EVENT_ANNOTATION "agenthub.io/event"
 #define HUB_EV_INFO "info"
@@ -237,7 +245,8 @@ void hub_event_ref_object(const json_t *obj, struct hub_event_ref *ret);
 void hub_event_ref_agent(const json_t *agent, const char *cluster_id, struct hub_event_ref *ret);
 /* One line per state change (backend.md §8):
  * host_status_updated "Host <hostname>: updated status from <src> to <dst> (<info>)"
- * with the severity of hub_event_host_status_severity(dst), and
+ * (upstream's template: "... to <dst> " when info is empty) with the
+ * severity of hub_event_host_status_severity(dst), and
  * cluster_status_updated "Updated status of the cluster to <dst>" (info;
  * the stateInfo goes into props; cluster_installation_failed, critical, is a
  * separate hub_event).  No event when src == dst, or when src is NULL or ""
@@ -246,6 +255,28 @@ void hub_event_host_status(struct hub *h, const struct hub_event_ref *ref, const
 			   const char *src, const char *dst, const char *info);
 void hub_event_cluster_status(struct hub *h, const struct hub_event_ref *ref, const char *src,
 			      const char *dst, const char *info);
+/* The events a write of a host's Agent implies, called once the write
+ * succeeded: agent is the Agent before it, host the model written
+ * (agent.c).  host_registration_succeeded for a host's first state,
+ * host_validation_failed / host_validation_fixed for each validation whose
+ * status moved (upstream's texts: "failed", "that used to succeed is now
+ * failing", "is now fixed"), then host_status_updated. */
+void hub_host_events(struct hub *h, const json_t *agent, const json_t *host);
+/* Single host events at their upstream moments (agent: the host's Agent,
+ * host: its model): host_install_progress_updated "Host: <name>, reached
+ * installation stage <stage>[: <info>]" (a progress report that moved the
+ * stage or its info), host_media_disconnected (error; the media went away,
+ * before the status change it causes), host_installation_cancelled
+ * "Installation cancelled for host <name>". */
+void hub_host_progress_event(struct hub *h, const json_t *agent, const json_t *host);
+void hub_host_media_event(struct hub *h, const json_t *agent, const json_t *host);
+void hub_host_cancel_event(struct hub *h, const json_t *agent, const json_t *host);
+/* A cluster event with a fixed message about the AgentClusterInstall aci
+ * (cluster_id = its uid, the hub's cluster id). */
+void hub_cluster_event(struct hub *h, const json_t *aci, const char *severity, const char *name, const char *msg);
+/* The name upstream's host messages use (GetHostnameForMsg): the requested
+ * hostname, the inventory's, else the host id. */
+void hub_event_host_name(const json_t *host, char *buf, size_t size);
 const char *hub_event_host_status_severity(const char *state);
 /* The eventsURL of a cluster (kubeapi.md §4.3 step 10: cluster_id claim)
  * and of a host (§4.4 step 9: the InfraEnv's infra_env_id token).  The

@@ -536,6 +536,8 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 	pthread_mutex_init(&h->ie_lock, NULL);
 	r = load_os_images(h, err);
 	if (r == 0)
+		r = hub_events_init(h, err);
+	if (r == 0)
 		r = jwt_keys_load_or_create(cfg->data_dir, &h->keys, err);
 	if (r == 0)
 		r = hub_admission_register(h, err);
@@ -566,6 +568,7 @@ void hub_free(struct hub *h)
 	}
 	free(h->os_images);
 	jwt_keys_free(h->keys);
+	hub_events_release(h);
 	json_decref(h->ie_by_uid);
 	pthread_mutex_destroy(&h->ie_lock);
 	free(h->service_url);

@@ -25,6 +25,7 @@ struct hub_config {
 	const char *default_iso;       /* base ISO used when os_images_file is NULL */
 	int host_disconnect_timeout_s; /* default 180 */
 	int image_cooldown_s;          /* minimum seconds between regenerations, default 10 */
+	const char *event_rate_limits; /* upstream's EVENT_RATE_LIMITS JSON text; NULL = its defaults */
 };
 
 struct hub;

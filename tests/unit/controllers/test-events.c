@@ -112,13 +112,14 @@ static json_t *agent_obj(void)
 
 static void test_severity(void **state)
 {
+	/* Upstream's GetEventSeverityFromHostStatus: the -unbound states are info. */
 	static const char *const rows[][2] = {
 		{ "discovering", "info" },         { "known", "info" },
 		{ "insufficient", "warning" },     { "disconnected", "warning" },
 		{ "installing-pending-user-action", "warning" },
 		{ "error", "error" },              { "installed", "info" },
 		{ "installing-in-progress", "info" }, { "known-unbound", "info" },
-		{ "insufficient-unbound", "warning" }, { "disconnected-unbound", "warning" },
+		{ "insufficient-unbound", "info" },   { "disconnected-unbound", "info" },
 	};
 	size_t i;
 
@@ -290,6 +291,111 @@ static void test_events_urls(void **state)
 	json_decref(ie);
 }
 
+/* The messages of the events one Agent write implies, in order. */
+static json_t *messages(struct fixture *f)
+{
+	json_t *evs = list_events(f), *out = json_array(), *e;
+	size_t i;
+
+	json_array_foreach(evs, i, e)
+		json_array_append_new(out, json_pack("[s,s,s]", json_string_value(json_object_get(e, "reason")),
+						     json_string_value(json_object_get(e, "type")),
+						     json_string_value(json_object_get(e, "message"))));
+	json_decref(evs);
+	return out;
+}
+
+static bool has_message(const json_t *msgs, const char *reason, const char *type, const char *msg)
+{
+	const json_t *m;
+	size_t i;
+
+	json_array_foreach(msgs, i, m)
+		if (!strcmp(json_string_value(json_array_get(m, 0)), reason) &&
+		    !strcmp(json_string_value(json_array_get(m, 1)), type) &&
+		    !strcmp(json_string_value(json_array_get(m, 2)), msg))
+			return true;
+	return false;
+}
+
+static void test_host_events_of_a_write(void **state)
+{
+	struct fixture *f = *state;
+	json_t *a = agent_obj(), *host, *msgs;
+
+	/* A host's first state: registration, named by its id (no inventory yet). */
+	host = json_pack("{s:s,s:s,s:s}", "id", "0479107b-3436-45d3-83a8-cb9a1dc4fb9e", "status", "discovering-unbound",
+			 "status_info", "Waiting for host to send hardware details");
+	hub_host_events(&f->h, a, host);
+	msgs = messages(f);
+	assert_int_equal(json_array_size(msgs), 1);
+	assert_true(has_message(msgs, "HostRegistrationSucceeded", "Normal",
+				"Host 0479107b-3436-45d3-83a8-cb9a1dc4fb9e: Successfully registered"));
+	json_decref(msgs);
+
+	/* Then: validations moved (pending → failure, success → failure,
+	 * failure → success; a new one and an unchanged one say nothing), and
+	 * the status with an empty info keeps upstream's trailing space. */
+	json_object_set_new(a, "status",
+			    json_pack("{s:{s:s},s:{s:[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}]}}", "debugInfo", "state",
+				      "known-unbound", "validationsInfo", "hardware", "id", "has-min-memory", "status",
+				      "success", "id", "ntp-synced", "status", "pending", "id", "has-inventory", "status",
+				      "failure", "id", "has-min-cpu-cores", "status", "success"));
+	json_decref(host);
+	host = json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", "0479107b-3436-45d3-83a8-cb9a1dc4fb9e", "status",
+			 "insufficient", "status_info", "", "inventory", "{\"hostname\":\"okd-5\"}", "validations_info",
+			 "{\"hardware\":[{\"id\":\"has-min-memory\",\"status\":\"failure\"},"
+			 "{\"id\":\"ntp-synced\",\"status\":\"failure\"},{\"id\":\"has-inventory\",\"status\":\"success\"},"
+			 "{\"id\":\"has-min-cpu-cores\",\"status\":\"success\"},{\"id\":\"new-one\",\"status\":\"failure\"}]}");
+	hub_host_events(&f->h, a, host);
+	msgs = messages(f);
+	assert_int_equal(json_array_size(msgs), 5);
+	assert_true(has_message(msgs, "HostValidationFailed", "Warning",
+				"Host okd-5: validation 'has-min-memory' that used to succeed is now failing"));
+	assert_true(has_message(msgs, "HostValidationFailed", "Warning", "Host okd-5: validation 'ntp-synced' failed"));
+	assert_true(has_message(msgs, "HostValidationFixed", "Normal", "Host okd-5: validation 'has-inventory' is now fixed"));
+	assert_true(has_message(msgs, "HostStatusUpdated", "Warning",
+				"Host okd-5: updated status from known-unbound to insufficient "));
+	json_decref(msgs);
+	json_decref(host);
+	json_decref(a);
+}
+
+static void test_rate_limit_per_entity(void **state)
+{
+	struct fixture *f = *state;
+	json_t *a = agent_obj(), *evs;
+	struct hub_event_ref ref, other;
+	ah_err err;
+
+	f->h.cfg.event_rate_limits = "{\"host_status_updated\":\"1h\"}";
+	assert_int_equal(hub_events_init(&f->h, &err), 0);
+	hub_event_ref_agent(a, NULL, &ref);
+	other = ref;
+	other.host_id = "5f6c7d8e-0000-4000-8000-000000000001";
+	/* A flapping host: one event in the hour, the first. */
+	for (int i = 0; i < 5; i++) {
+		hub_event_host_status(&f->h, &ref, "okd-5", "known", "insufficient", "");
+		hub_event_host_status(&f->h, &ref, "okd-5", "insufficient", "known", "");
+	}
+	/* Another host has its own window; other names are not limited. */
+	hub_event_host_status(&f->h, &other, "okd-6", "known", "insufficient", "");
+	hub_event(&f->h, &ref, HUB_EV_INFO, "host_validation_fixed", "one");
+	hub_event(&f->h, &ref, HUB_EV_INFO, "host_validation_fixed", "two");
+	evs = list_events(f);
+	assert_int_equal(json_array_size(evs), 4);
+	for (size_t i = 0; i < json_array_size(evs); i++)
+		assert_int_equal(json_integer_value(json_object_get(json_array_get(evs, i), "count")), 1);
+	json_decref(evs);
+	hub_events_release(&f->h);
+	/* A bad value is refused at set-up, naming the event. */
+	f->h.cfg.event_rate_limits = "{\"host_status_updated\":\"often\"}";
+	assert_int_equal(hub_events_init(&f->h, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "host_status_updated"));
+	hub_events_release(&f->h);
+	json_decref(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -299,6 +405,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cluster_status_and_props, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_message_truncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events_urls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_host_events_of_a_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate_limit_per_entity, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
