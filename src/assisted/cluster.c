@@ -618,6 +618,16 @@ json_t *cluster_model_from_crs(const json_t *cd, const json_t *aci, const json_t
 	umn_spec = json_object_get(net, "userManagedNetworking");
 	if ((r = model_platform(m, spec, sno, umn_spec, err)) < 0)
 		goto fail;
+	/* Upstream's registration refuses VIPs with user-managed networking
+	 * (an update says it the other way round: cluster.c swaps it). */
+	if (!sno && umn(m) && (json_array_size(json_object_get(spec, "apiVIPs")) || *sget(spec, "apiVIP"))) {
+		input_err(err, "API VIPs cannot be set with User Managed Networking");
+		goto fail;
+	}
+	if (!sno && umn(m) && (json_array_size(json_object_get(spec, "ingressVIPs")) || *sget(spec, "ingressVIP"))) {
+		input_err(err, "Ingress VIPs cannot be set with User Managed Networking");
+		goto fail;
+	}
 	if (sno || umn(m)) {
 		json_object_set_new(m, "api_vips", json_array());
 		json_object_set_new(m, "ingress_vips", json_array());
@@ -630,6 +640,18 @@ json_t *cluster_model_from_crs(const json_t *cd, const json_t *aci, const json_t
 	else if (!installed)
 		set_str(m, "network_type",
 			any_ipv6_network(m) || sno || version_ge(ver, 4, 12) ? "OVNKubernetes" : "OpenShiftSDN");
+	/* OpenShiftSDN: never on a single node, and gone from 4.15 on, as
+	 * upstream's registration and feature support say. */
+	if (!installed && !strcmp(sget(m, "network_type"), "OpenShiftSDN")) {
+		if (sno) {
+			input_err(err, "OpenShiftSDN network type is not allowed in single node mode");
+			goto fail;
+		}
+		if (version_ge(ver, 4, 15)) {
+			input_err(err, "Openshift version %s is not supported for OpenShiftSDN NetworkType", ver);
+			goto fail;
+		}
+	}
 	model_hyperthreading(m, spec);
 	json_object_set_new(m, "schedulable_masters", json_boolean(bget(spec, "mastersSchedulable")));
 	{

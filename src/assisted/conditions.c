@@ -473,7 +473,7 @@ static int ignition_check(const char *text, const struct agent_spec_ctx *ctx, ah
 	v = json_loads(text, 0, &jerr);
 	json_decref(v);
 	if (!v)
-		return ah_err_set(err, EINVAL, 400, "BadRequest", "error parsing ignition: %s", jerr.text);
+		return ah_err_set(err, EINVAL, 400, "BadRequest", "error parsing ignition: config is not valid");
 	return 0;
 }
 

@@ -31,6 +31,8 @@
 #include "assisted/cluster.h"
 #include "assisted/host.h"
 #include "assisted/installconfig.h"
+#include "assisted/pullsecret.h"
+#include "base/gojson.h"
 #include "base/hubmetrics.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -679,6 +681,29 @@ static void check_manifests(struct hub *h, struct cluster_ctx *c)
 			}
 			json_object_set_new(seen, key, json_true());
 		}
+		/* Each key becomes a manifest file: upstream's manifest API
+		 * checks its name and content (a 400, so an InputError). */
+		json_object_foreach(json_object_get(cm, "data"), key, v) {
+			const char *dot = strrchr(key, '.'), *id = jstr(c->cluster, "id");
+			const char *text = json_string_value(v);
+
+			if (!id)
+				id = meta_str(c->aci, "uid");
+			if (!dot || (strcmp(dot, ".yaml") != 0 && strcmp(dot, ".yml") != 0 && strcmp(dot, ".json") != 0 &&
+				     strncmp(dot, ".patch", 6) != 0))
+				snprintf(msg, sizeof(msg),
+					 "Manifest filename of file %s for cluster ID %s is invalid. Only json, yaml and yml or patch extensions are supported",
+					 key, id);
+			else if (!text || !*text)
+				snprintf(msg, sizeof(msg), "Manifest content of file %s for cluster ID %s is empty", key, id);
+			else if (strcmp(dot, ".json") == 0 && gojson_check(text, strlen(text), msg, sizeof(msg)) < 0)
+				snprintf(msg, sizeof(msg), "Manifest content of file %s for cluster ID %s has an illegal JSON format",
+					 key, id);
+			else
+				continue;
+			spec_fail(c, true, msg);
+			break;
+		}
 		json_decref(cm);
 	}
 	json_decref(names);
@@ -720,7 +745,7 @@ static void check_mirror_registry(struct hub *h, struct cluster_ctx *c)
 	if (!ns || !*ns)
 		ns = meta_str(c->aci, "namespace");
 	if (!k_cm || kube_get(h->api, k_cm, ns, name, &cm, &err) < 0) {
-		snprintf(msg, sizeof(msg), "Failed to get referenced ConfigMap: configmaps \"%s\" not found", name);
+		snprintf(msg, sizeof(msg), "Failed to get referenced ConfigMap: ConfigMap \"%s\" not found", name);
 		spec_fail(c, true, msg);
 	} else if (!json_is_string(json_object_get(json_object_get(cm, "data"), "registries.conf"))) {
 		snprintf(msg, sizeof(msg), "ConfigMap %s/%s does not contain registries.conf key", ns, name);
@@ -752,10 +777,17 @@ static int load_cluster(struct hub *h, struct cluster_ctx *c)
 		snprintf(msg, sizeof(msg), "PullSecret is required for ClusterDeployment %s/%s", cdname, ns);
 		spec_fail(c, true, msg);
 	} else if (psname && *psname) {
+		char why[256];
+
 		c->pull_secret = secret_value(h, ns, psname, ".dockerconfigjson");
 		if (!c->pull_secret && !installed) {
 			snprintf(msg, sizeof(msg), "failed to get pull secret %s/%s: secrets \"%s\" not found", ns,
 				 psname, psname);
+			spec_fail(c, false, msg);
+		} else if (c->pull_secret && !installed && pullsecret_check(c->pull_secret, why, sizeof(why)) < 0) {
+			/* Upstream's text names the secret's content too; ours
+			 * never carries a secret into a status. */
+			snprintf(msg, sizeof(msg), "invalid pull secret data in secret %s: %s", psname, why);
 			spec_fail(c, false, msg);
 		}
 	}
@@ -772,10 +804,19 @@ static int load_cluster(struct hub *h, struct cluster_ctx *c)
 		json_decref(bare);
 		step5 = true;
 	}
+	prev = prev_state_of(c);
+	if (!c->cluster && prev && strstr(err.message, " cannot be set with User Managed Networking")) {
+		/* A registered cluster is updated: upstream's update names
+		 * the two the other way round. */
+		char what[64];
+
+		snprintf(what, sizeof(what), "%.*s", (int)(strstr(err.message, " cannot be set with ") - err.message),
+			 err.message);
+		snprintf(err.message, sizeof(err.message), "User Managed Networking cannot be set with %s", what);
+	}
 	if (!c->cluster)
 		spec_fail(c, streq(err.reason, "InputError"), err.message);
 	check_mirror_registry(h, c);
-	prev = prev_state_of(c);
 	if (!c->spec_ok && !step5 && !prev) {
 		/* The input checks come before the registration (§4.3 steps 2
 		 * and 3): no backend cluster yet. */

@@ -185,6 +185,11 @@ char *hub_render_text(int64_t rev, size_t *ret_len, void *userdata);
 
 /* Lookups and tokens (hub.c). */
 int hub_find_infraenv(struct hub *h, const char *infra_env_id, json_t **ret);
+/* One spelling per architecture: "" and amd64 are x86_64, aarch64 is arm64
+ * (a static string or arch itself). */
+const char *hub_norm_arch(const char *arch);
+/* The OS image for a version (OS or OpenShift, "" or NULL: the newest) and
+ * an architecture in either spelling; NULL if none. */
 const struct os_image *hub_pick_os_image(struct hub *h, const char *version, const char *arch);
 /* The build inputs of an InfraEnv's discovery ignition, its text and digest. */
 int hub_build_ignition(struct hub *h, const json_t *infraenv, char **ret_ign, size_t *ret_len,

@@ -140,19 +140,27 @@ static int version_cmp(const char *a, const char *b)
 	return 0;
 }
 
+const char *hub_norm_arch(const char *arch)
+{
+	if (!arch || !*arch || strcmp(arch, "amd64") == 0)
+		return "x86_64";
+	if (strcmp(arch, "aarch64") == 0)
+		return "arm64";
+	return arch;
+}
+
 const struct os_image *hub_pick_os_image(struct hub *h, const char *version, const char *arch)
 {
 	const struct os_image *best = NULL;
 	size_t i;
 
-	if (!arch || !*arch)
-		arch = "x86_64";
-	if (strcmp(arch, "arm64") == 0)
-		arch = "aarch64";
+	/* Upstream's OS image lists and InfraEnvs spell an architecture
+	 * either way (arm64 or aarch64, x86_64 or amd64). */
+	arch = hub_norm_arch(arch);
 	for (i = 0; i < h->n_os_images; i++) {
 		const struct os_image *o = &h->os_images[i];
 
-		if (strcmp(o->cpu_architecture, arch) != 0)
+		if (strcmp(hub_norm_arch(o->cpu_architecture), arch) != 0)
 			continue;
 		if (version && *version) {
 			if (strcmp(o->version, version) == 0 || strcmp(o->openshift_version, version) == 0)

@@ -18,8 +18,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "assisted/cluster.h"
 #include "assisted/host.h"
 #include "base/log.h"
+#include "base/strbuf.h"
 #include "base/util.h"
 #include "image/iso.h"
 
@@ -194,8 +196,18 @@ json_t *hub_boot_artifacts(struct hub *h, const json_t *ie, const struct os_imag
 	url_for(h, buf, sizeof(buf), "/boot-artifacts/rootfs?arch=%s&version=%s", os->cpu_architecture,
 		os->openshift_version);
 	json_object_set_new(ba, "rootfs", json_string(buf));
-	url_for(h, buf, sizeof(buf), "/images/%s/pxe-initrd?api_key=%s&arch=%s&version=%s", uid, token,
-		os->cpu_architecture, os->openshift_version);
+	{
+		/* The initrd carries the ignition as the ISO does: a new image
+		 * is a new initrd URL too (the digest's prefix, as the ISO's). */
+		int64_t rev = 0;
+		json_t *st = uid ? imagestate_get(h, uid, &rev) : NULL;
+		const char *digest = jstr(st, "digest");
+
+		url_for(h, buf, sizeof(buf), "/images/%s/pxe-initrd?api_key=%s&arch=%s&version=%s%s%.12s", uid ? uid : "",
+			token, os->cpu_architecture, os->openshift_version, digest ? "&digest=" : "",
+			digest ? digest : "");
+		json_decref(st);
+	}
 	json_object_set_new(ba, "initrd", json_string(buf));
 	url_for(h, buf, sizeof(buf), API_PREFIX "/infra-envs/%s/downloads/files?api_key=%s&file_name=ipxe-script%s",
 		uid, token, type && strcmp(type, "BootOrderControl") == 0 ? "&ipxe_script_type=boot-order-control" : "");
@@ -232,6 +244,98 @@ static int image_servable(struct hub *h, const struct os_image *os, const char *
 		free(payload);
 	}
 	return ignition_payload_check_area(plen, area ? area : ISO_IGNITION_AREA_SIZE, err);
+}
+
+/* Whether the InfraEnv gets the full ISO: asked for, or s390x, which
+ * always boots the full one (kubeapi.md §1, imageType). */
+static bool full_iso(const json_t *spec)
+{
+	const char *type = jstr(spec, "imageType"), *arch = jstr(spec, "cpuArchitecture");
+
+	return (type && strcmp(type, "full-iso") == 0) || (arch && strcmp(arch, "s390x") == 0);
+}
+
+/* An InfraEnv bound to a cluster must boot the cluster's architecture:
+ * a single-architecture release must match it, a multi-architecture one
+ * must have an OS image of that architecture for its version, as
+ * upstream's RegisterInfraEnv and UpdateInfraEnv check.  A cluster not
+ * fully defined yet (no CD, ACI, image set, or an untagged release) is
+ * not checked, as for late binding. */
+static int check_cluster_arch(struct hub *h, const json_t *ie, ah_err *err)
+{
+	const json_t *spec = json_object_get(ie, "spec"), *cref = json_object_get(spec, "clusterRef");
+	const char *name = jstr(cref, "name"), *ns = jstr(cref, "namespace");
+	const char *want = jstr(spec, "cpuArchitecture");
+	json_t *cd = NULL, *aci = NULL, *is = NULL;
+	char ver[128] = "", arch[32] = "", mm[128];
+	ah_err e;
+	int r = 0;
+
+	if (!name || !*name)
+		return 0;
+	if (!ns || !*ns)
+		ns = jstr(json_object_get(ie, "metadata"), "namespace");
+	want = want && *want ? want : "x86_64";
+	ah_err_clear(&e);
+	if (kube_get(h->api, h->k_cd, ns, name, &cd, &e) < 0 ||
+	    !jstr(json_object_get(json_object_get(cd, "spec"), "clusterInstallRef"), "name") ||
+	    kube_get(h->api, h->k_aci, ns, jstr(json_object_get(json_object_get(cd, "spec"), "clusterInstallRef"), "name"),
+		     &aci, &e) < 0 ||
+	    !jstr(json_object_get(json_object_get(aci, "spec"), "imageSetRef"), "name") || !h->k_imageset ||
+	    kube_get(h->api, h->k_imageset, "", jstr(json_object_get(json_object_get(aci, "spec"), "imageSetRef"), "name"),
+		     &is, &e) < 0 ||
+	    cluster_release_from_image(jstr(json_object_get(is, "spec"), "releaseImage"), ver, sizeof(ver), arch,
+				       sizeof(arch)) < 0)
+		goto out;
+	if (strcmp(arch, "multi") != 0) {
+		if (strcmp(hub_norm_arch(arch), hub_norm_arch(want)) != 0)
+			r = ah_err_set(err, EINVAL, 400, "BadRequest",
+				       "Specified CPU architecture (%s) doesn't match the cluster (%s)", want,
+				       hub_norm_arch(arch));
+		goto out;
+	}
+	{
+		/* The release's major.minor against the OS images (the hub's
+		 * release list), naming the versions the architecture has. */
+		strbuf avail = STRBUF_INIT;
+		bool found = false;
+		size_t i, n = strspn(ver, "0123456789");
+
+		if (ver[n] == '.')
+			n += 1 + strspn(ver + n + 1, "0123456789");
+		snprintf(mm, sizeof(mm), "%.*s", (int)n, ver);
+		for (i = 0; i < h->n_os_images && !found; i++) {
+			const struct os_image *o = &h->os_images[i];
+			size_t on = strlen(mm);
+
+			if (strcmp(hub_norm_arch(o->cpu_architecture), hub_norm_arch(want)) != 0)
+				continue;
+			if (strncmp(o->openshift_version, mm, on) == 0 &&
+			    (o->openshift_version[on] == '\0' || o->openshift_version[on] == '.'))
+				found = true;
+			else if (!strstr(avail.buf ? avail.buf : "", o->openshift_version))
+				strbuf_addf(&avail, "%s%s", avail.len ? "," : "", o->openshift_version);
+		}
+		if (!found) {
+			if (avail.len)
+				r = ah_err_set(err, EINVAL, 400, "BadRequest",
+					       "The requested RHCOS version (%s, arch: %s) does not have a matching OpenShift release image. "
+					       "These are the OCP versions for which a matching release image has been found for arch %s "
+					       "please review your release images or choose your OCP version to match one of these: %s",
+					       mm, want, want, avail.buf);
+			else
+				r = ah_err_set(err, EINVAL, 400, "BadRequest",
+					       "The requested RHCOS version (%s, arch: %s) does not have a matching OpenShift release image. "
+					       "There are no OCP versions available in release images for arch %s.",
+					       mm, want, want);
+		}
+		strbuf_release(&avail);
+	}
+out:
+	json_decref(cd);
+	json_decref(aci);
+	json_decref(is);
+	return r;
 }
 
 /* --- deletion (late-binding.md "Teardown") ------------------------------------ */
@@ -358,7 +462,9 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 	ver = jstr(spec, "osImageVersion");
 	arch = jstr(spec, "cpuArchitecture");
 	os = hub_pick_os_image(h, ver, arch);
-	if (!os) {
+	if ((r = check_cluster_arch(h, ie, &err)) < 0) {
+		/* reported below */
+	} else if (!os) {
 		r = ah_err_set(&err, ENOENT, 404, "NotFound", "Specified OSImageVersion is missing from AgentServiceConfig");
 	} else {
 		r = hub_build_ignition(h, ie, &ign, &len, digest, &err);
@@ -424,13 +530,13 @@ int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name)
 			hub_event_ref_object(ie, &ref);
 			ref.infra_env_id = uid;
 			hub_event(h, &ref, HUB_EV_INFO, "image_info_updated",
-				  "Updated image information (Image type is \"minimal-iso\", SSH public key %s)",
-				  ssh && *ssh ? "is set" : "is not set");
+				  "Updated image information (Image type is \"%s\", SSH public key %s)",
+				  full_iso(spec) ? "full-iso" : "minimal-iso", ssh && *ssh ? "is set" : "is not set");
 		}
 	}
 	/* The digest's prefix in the URL makes a new image a new URL. */
-	url_for(h, buf, sizeof(buf), "/byapikey/%s/%s/%s/minimal.iso?digest=%.12s", token, os->openshift_version,
-		os->cpu_architecture, jstr(st, "digest"));
+	url_for(h, buf, sizeof(buf), "/byapikey/%s/%s/%s/%s.iso?digest=%.12s", token, os->openshift_version,
+		os->cpu_architecture, full_iso(spec) ? "full" : "minimal", jstr(st, "digest"));
 	json_object_set_new(status, "isoDownloadURL", json_string(buf));
 	json_object_set_new(status, "createdTime", json_string(jstr(st, "created")));
 	json_object_set_new(status, "bootArtifacts", hub_boot_artifacts(h, ie, os, token));

@@ -1027,11 +1027,11 @@ static int parse_override(const char *text, json_t **ret, ah_err *err)
 	json_t *cfg;
 	int r;
 
+	/* Text that is not JSON at all is what Ignition's parser calls an
+	 * invalid config, with no detail (upstream's message, exactly). */
 	cfg = json_loads(text, 0, &jerr);
 	if (!cfg)
-		return ah_err_set(err, -EINVAL, 400, "BadRequest",
-				  IGN_ERR_PREFIX "%s (line %d, column %d)", jerr.text, jerr.line,
-				  jerr.column);
+		return ah_err_set(err, -EINVAL, 400, "BadRequest", IGN_ERR_PREFIX "config is not valid");
 	if ((r = validate_config(cfg, IGN_ERR_PREFIX, true, err)) < 0) {
 		json_decref(cfg);
 		return r;

@@ -387,7 +387,7 @@ def test_input_errors_are_reported(ihub):
     s = wait_for(lambda: spec("nomirror-aci"), timeout=20, what="nomirror SpecSynced")
     assert s["reason"] == "InputError", s
     assert s["message"] == ("The Spec could not be synced due to an input error: Failed to get referenced "
-                            "ConfigMap: configmaps \"absent-mirror\" not found"), s
+                            "ConfigMap: ConfigMap \"absent-mirror\" not found"), s
     s = wait_for(lambda: spec("badmirror-aci"), timeout=20, what="badmirror SpecSynced")
     assert s["message"] == ("The Spec could not be synced due to an input error: ConfigMap "
                             f"{NS}/mirror-bad does not contain registries.conf key"), s
