@@ -293,7 +293,8 @@ static void usage(FILE *f)
 		"options:\n"
 		"  --data-dir DIR        where the store, credentials and kubeconfig live (default ./data)\n"
 		"  --listen HOST:PORT    HTTPS address (default 127.0.0.1:6443)\n"
-		"  --store URL           sqlite (default: DIR/agenthub.db) or a path to a database file\n"
+		"  --store URL           sqlite (default: DIR/agenthub.db), a path to a database file,\n"
+		"                        or postgres://USER@HOST:PORT/DB?sslmode=... (several replicas)\n"
 		"  --event-log-keep N    events kept for watches before compaction (default 100000)\n"
 		"  --max-body-bytes N    largest accepted request body (default 3145728)\n"
 		"  --object-cache-bytes N\n"
@@ -584,7 +585,7 @@ static int serve(int argc, char **argv)
 	struct kubeapi_opts kao = { 0 };
 	struct http_server_opts hso = { 0 };
 	struct app app = { 0 };
-	char host[256], db[4096], kubeconfig[4096], url[512], addr[300];
+	char host[256], db[4096], db_shown[4096], kubeconfig[4096], url[512], addr[300];
 	const char *hosts[2];
 	struct sigaction sa;
 	sigset_t stop_signals, wait_mask;
@@ -635,6 +636,8 @@ static int serve(int argc, char **argv)
 		snprintf(db, sizeof(db), "%s", o.store_url);
 	else
 		snprintf(db, sizeof(db), "%s/agenthub.db", o.data_dir);
+	/* A PostgreSQL URL may carry a password: logs show it redacted. */
+	store_url_redact(db, db_shown, sizeof(db_shown));
 	so.event_log_keep = o.event_log_keep;
 	so.sync_full = 1;
 	so.cache_bytes = o.cache_bytes;
@@ -654,6 +657,9 @@ static int serve(int argc, char **argv)
 					  "Stop here and restore the file from a backup (or run `sqlite3 %s .recover` into a new "
 					  "file and put that in its place); moving it aside starts an empty store",
 					  db, db);
+			else if (store_url_is_postgres(db))
+				log_error("cannot open the store %s: %s%s%s", db_shown, strerror(-r),
+					  *store_open_error() ? ": " : "", store_open_error());
 			else
 				log_error("cannot open the store %s: %s", db, strerror(-r));
 			goto out_creds;
@@ -765,7 +771,7 @@ static int serve(int argc, char **argv)
 		log_error("writing %s: %s", kubeconfig, err.message);
 		goto out_srv;
 	}
-	log_info("agenthub serving the Kubernetes API on %s (store %s, revision %lld)", url, db,
+	log_info("agenthub serving the Kubernetes API on %s (store %s, revision %lld)", url, db_shown,
 		 (long long)store_current_rev(kube_api_store(api)));
 	{
 		char abs[4096];

@@ -51,6 +51,11 @@ struct store {
  * stripped).  opts is never NULL here: store.c fills in the defaults. */
 int store__sqlite_open(const char *path, const struct store_options *opts, store **ret);
 
+/* Open the PostgreSQL backend (postgres.c, only when built with libpq) on a
+ * postgres:// URL, and the detail of its last open failure on this thread. */
+int store__pg_open(const char *url, const struct store_options *opts, store **ret);
+const char *store__pg_open_error(void);
+
 /* Test hook of the SQLite backend: when set, store_get() calls fn after a
  * cache miss read the object from SQLite (`read`, valid only during the
  * call) and before it offers what it read to the object cache, so a test
