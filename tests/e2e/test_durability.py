@@ -180,6 +180,7 @@ def test_sigterm_clean_exit_and_restart_keeps_everything(hub):
     assert set(cms) == set(before) | {"fresh"}
 
 
+@pytest.mark.sqlite_only
 def test_second_daemon_on_the_same_data_dir_is_refused(hub, tmp_path):
     """Two daemons on one store would hand out the same revisions; the second
     one stops at start with a clear error, and the first goes on serving
