@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "assisted/progress.h"
+#include "base/util.h"
 #include "base/cli.h"
 #include "base/hubmetrics.h"
 #include "api/api.h"
@@ -703,6 +704,36 @@ static int serve(int argc, char **argv)
 		hc.os_images_file = o.os_images;
 		hc.default_iso = iso;
 		hc.host_disconnect_timeout_s = o.timeouts.disconnect_s < INT_MAX ? (int)o.timeouts.disconnect_s : INT_MAX;
+		/* Replicas on one PostgreSQL database elect the one that runs the
+		 * controllers.  Identity: <hostname>_<listen port>_<id>, the id
+		 * kept in DIR/replica.id so that a replica restarted on its data
+		 * directory knows the Lease it held as its own (no 15 s wait). */
+		char ident[400], hn[256] = "agenthub", rid[40] = "";
+
+		if (store_url_is_postgres(db)) {
+			char idp[4200];
+			FILE *f;
+
+			gethostname(hn, sizeof(hn) - 1);
+			snprintf(idp, sizeof(idp), "%s/replica.id", o.data_dir);
+			if ((f = fopen(idp, "r"))) {
+				if (!fgets(rid, sizeof(rid), f))
+					rid[0] = '\0';
+				rid[strcspn(rid, "\n")] = '\0';
+				fclose(f);
+			}
+			if (strlen(rid) != 16 || strspn(rid, "0123456789abcdef") != 16) {
+				if (util_random_hex(rid, 8) < 0 || !(f = fopen(idp, "w"))) {
+					log_error("cannot write %s: %s", idp, strerror(errno));
+					goto out_ka;
+				}
+				fprintf(f, "%s\n", rid);
+				fclose(f);
+			}
+			snprintf(ident, sizeof(ident), "%s_%s_%s", hn, strrchr(o.listen, ':') + 1, rid);
+			hc.leader_elect = true;
+			hc.leader_identity = ident;
+		}
 		/* Before the hub starts its threads: they read it from then on. */
 		host_timeouts_configure(&o.timeouts);
 		r = hub_new(api, &hc, &app.hub, &err);

@@ -25,6 +25,11 @@ struct hub_config {
 	const char *default_iso;       /* base ISO used when os_images_file is NULL */
 	int host_disconnect_timeout_s; /* default 180 */
 	int image_cooldown_s;          /* minimum seconds between regenerations, default 10 */
+	/* Several replicas on one store (PostgreSQL): only the holder of the
+	 * Lease kube-system/agenthub-controllers runs the controllers
+	 * (leader.h); the others serve the APIs.  identity names this one. */
+	bool leader_elect;
+	const char *leader_identity;
 };
 
 struct hub;
