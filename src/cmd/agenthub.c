@@ -276,6 +276,7 @@ static void usage_main(FILE *f)
 		"\n"
 		"commands:\n"
 		"  serve      run the hub (the Kubernetes API on an embedded store); see agenthub serve --help\n"
+		"  migrate    copy a stopped hub's SQLite store into an empty PostgreSQL database\n"
 		"  version    print the version and the git revision this binary was built from\n"
 		"  help       this text\n"
 		"\n"
@@ -838,6 +839,104 @@ out_creds:
 	return rc;
 }
 
+static void usage_migrate(FILE *f)
+{
+	fprintf(f,
+		"usage: agenthub migrate --from sqlite:DIR/agenthub.db --to postgres://USER@HOST:PORT/DB?sslmode=...\n"
+		"\n"
+		"Copies every object of a hub's store into an empty PostgreSQL database (the schema is\n"
+		"created), keeping each object's resourceVersion, in one transaction.  The hub must be\n"
+		"stopped; afterwards start it (and more replicas) with --store postgres://...\n"
+		"\n"
+		"options:\n"
+		"  --from URL   the source store (a SQLite file, \"sqlite:\" prefix optional)\n"
+		"  --to URL     the target PostgreSQL database; must hold no agenthub objects\n"
+		"  -h, --help   this text\n");
+}
+
+static int cmd_migrate(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "from", required_argument, NULL, 'f' },
+		{ "to", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *from = NULL, *to = NULL;
+	char from_shown[4096], to_shown[4096];
+	store *src = NULL, *dst = NULL;
+	size_t n = 0;
+	int64_t rev = 0;
+	int c, r;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f': from = optarg; break;
+		case 't': to = optarg; break;
+		case 'h': usage_migrate(stdout); return 0;
+		default:
+			cli_option_error(stderr, "agenthub migrate", c, argv, longopts);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "agenthub migrate: unexpected argument: %s (see agenthub migrate --help)\n",
+			argv[optind]);
+		return 2;
+	}
+	if (!from || !to) {
+		fprintf(stderr, "agenthub migrate: --%s is required (see agenthub migrate --help)\n",
+			from ? "to" : "from");
+		return 2;
+	}
+	store_url_redact(from, from_shown, sizeof(from_shown));
+	store_url_redact(to, to_shown, sizeof(to_shown));
+	if (store_url_is_postgres(from)) {
+		fprintf(stderr, "agenthub migrate: --from: %s is PostgreSQL; the source must be a SQLite store\n",
+			from_shown);
+		return 2;
+	}
+	if (!store_url_is_postgres(to)) {
+		fprintf(stderr, "agenthub migrate: --to: %s is not a postgres:// URL\n", to_shown);
+		return 2;
+	}
+	if (access(from + (strncmp(from, "sqlite:", 7) == 0 ? 7 : 0), R_OK) < 0) {
+		fprintf(stderr, "agenthub migrate: --from: %s: %s\n", from_shown, strerror(errno));
+		return 1;
+	}
+	r = store_open(from, NULL, &src);
+	if (r < 0) {
+		fprintf(stderr, "agenthub migrate: cannot open %s: %s\n", from_shown,
+			r == -EBUSY ? "an agenthub process is using it (stop the hub first)" : strerror(-r));
+		return 1;
+	}
+	r = store_open(to, NULL, &dst);
+	if (r < 0) {
+		fprintf(stderr, "agenthub migrate: cannot open %s: %s%s%s\n", to_shown, strerror(-r),
+			*store_open_error() ? ": " : "", store_open_error());
+		store_close(src);
+		return 1;
+	}
+	r = store_copy_into(dst, src, &n, &rev);
+	store_close(dst);
+	store_close(src);
+	if (r == -ENOTEMPTY) {
+		fprintf(stderr, "agenthub migrate: %s already holds agenthub objects; migrate only into an "
+			"empty database (nothing was copied)\n", to_shown);
+		return 1;
+	}
+	if (r < 0) {
+		fprintf(stderr, "agenthub migrate: copying into %s failed (nothing was copied): %s\n", to_shown,
+			strerror(-r));
+		return 1;
+	}
+	printf("migrated %zu objects at revision %lld from %s to %s\n", n, (long long)rev, from_shown,
+	       to_shown);
+	return 0;
+}
+
 static int cmd_version(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -854,7 +953,7 @@ static int cmd_version(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	static const char *const commands[] = { "serve", "version", "help", NULL };
+	static const char *const commands[] = { "serve", "migrate", "version", "help", NULL };
 	const char *hint;
 
 	if (argc < 2) {
@@ -863,6 +962,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "serve") == 0)
 		return serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "migrate") == 0)
+		return cmd_migrate(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)
 		return cmd_version(argc - 1, argv + 1);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
@@ -885,6 +986,6 @@ int main(int argc, char **argv)
 	if (hint)
 		fprintf(stderr, "agenthub: unknown command %s; did you mean %s?\n", argv[1], hint);
 	else
-		fprintf(stderr, "agenthub: unknown command %s (commands: serve, version, help)\n", argv[1]);
+		fprintf(stderr, "agenthub: unknown command %s (commands: serve, migrate, version, help)\n", argv[1]);
 	return 2;
 }

@@ -1125,6 +1125,91 @@ static void pg_close(store *s)
 	pg_free(to_pg(s));
 }
 
+/* ---- copying another store in (agenthub migrate) ----------------------- */
+
+struct copy_ctx {
+	PGconn *c;
+	size_t n;
+	int rc;
+};
+
+static int copy_visit(const store_obj *o, void *userdata)
+{
+	struct copy_ctx *cc = userdata;
+	char revs[24];
+	const char *vals[5] = { o->resource, o->ns, o->name, revs, o->json };
+	int lens[5] = { 0, 0, 0, 0, (int)o->len }, fmts[5] = { 0, 0, 0, 0, 1 };
+	PGresult *r;
+
+	fmt_i64(revs, sizeof(revs), o->rev);
+	r = run(cc->c, "INSERT INTO ah_objects (resource, ns, name, rev, json) "
+		"VALUES ($1, $2, $3, $4, $5)", 5, vals, lens, fmts);
+	if (!ok(r)) {
+		PQclear(r);
+		cc->rc = -EIO;
+		return -EIO;
+	}
+	PQclear(r);
+	cc->n++;
+	return 0;
+}
+
+static int pg_copy_from(store *dst, store *src, size_t *ret_count, int64_t *ret_rev)
+{
+	struct pg *p = to_pg(dst);
+	struct copy_ctx cc = { 0 };
+	PGresult *r;
+	int64_t cur, rev = 0;
+	char revs[24];
+	const char *vals[1] = { revs };
+	int rc;
+
+	rc = reader_take(p, &cc.c);
+	if (rc)
+		return rc;
+	if (exec0(cc.c, "BEGIN") < 0)
+		goto fail;
+	r = run(cc.c, "SELECT v, (SELECT count(*) FROM ah_objects) FROM ah_meta WHERE k = 'rev' "
+		"FOR UPDATE", 0, NULL, NULL, NULL);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+		PQclear(r);
+		goto fail;
+	}
+	cur = get_i64(r, 0, 0);
+	if (cur != 0 || get_i64(r, 0, 1) != 0) {
+		PQclear(r);
+		PQclear(PQexec(cc.c, "ROLLBACK"));
+		reader_put(p, cc.c);
+		return -ENOTEMPTY;
+	}
+	PQclear(r);
+	rc = store_list(src, NULL, NULL, NULL, NULL, copy_visit, &cc, &rev);
+	if (rc < 0 || cc.rc < 0) {
+		PQclear(PQexec(cc.c, "ROLLBACK"));
+		reader_put(p, cc.c);
+		return rc < 0 ? rc : cc.rc;
+	}
+	fmt_i64(revs, sizeof(revs), rev);
+	r = run(cc.c, "UPDATE ah_meta SET v = $1 WHERE k IN ('rev', 'compacted')", 1, vals, NULL, NULL);
+	rc = ok(r) ? 0 : -EIO;
+	PQclear(r);
+	if (!rc)
+		r = run(cc.c, "SELECT pg_notify('ah_rev', $1)", 1, vals, NULL, NULL), PQclear(r);
+	if (rc || exec0(cc.c, "COMMIT") < 0)
+		goto fail;
+	reader_put(p, cc.c);
+	publish(p, rev, rev, false);
+	if (ret_count)
+		*ret_count = cc.n;
+	if (ret_rev)
+		*ret_rev = rev;
+	return 0;
+fail:
+	PQclear(PQexec(cc.c, "ROLLBACK"));
+	reader_put(p, cc.c);
+	return -EIO;
+}
+
 static const struct store_ops pg_ops = {
 	.close = pg_close,
 	.current_rev = pg_current_rev,
@@ -1138,6 +1223,7 @@ static const struct store_ops pg_ops = {
 	.compact = pg_compact,
 	.resource_stamp = pg_resource_stamp,
 	.stats = pg_stats,
+	.copy_from = pg_copy_from,
 };
 
 /* ---- schema ----------------------------------------------------------- */

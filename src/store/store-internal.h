@@ -41,6 +41,8 @@ struct store_ops {
 	int64_t (*compact)(store *s, size_t keep);
 	uint64_t (*resource_stamp)(store *s, const char *resource);
 	void (*stats)(store *s, struct store_stats *ret);
+	/* Optional (NULL: -ENOTSUP): store_copy_into() with this as dst. */
+	int (*copy_from)(store *dst, store *src, size_t *ret_count, int64_t *ret_rev);
 };
 
 struct store {

@@ -236,6 +236,15 @@ int64_t store_compact(store *s, size_t keep)
 	return s->ops->compact(s, keep);
 }
 
+int store_copy_into(store *dst, store *src, size_t *ret_count, int64_t *ret_rev)
+{
+	if (!dst || !src || dst == src)
+		return -EINVAL;
+	if (!dst->ops->copy_from)
+		return -ENOTSUP;
+	return dst->ops->copy_from(dst, src, ret_count, ret_rev);
+}
+
 void store_stats(store *s, struct store_stats *ret)
 {
 	s->ops->stats(s, ret);

@@ -179,6 +179,14 @@ uint64_t store_resource_stamp(store *s, const char *resource);
  * after commits, exposed for tests.  Returns the new compacted revision. */
 int64_t store_compact(store *s, size_t keep);
 
+/* Copy every object of src into dst, which must be empty (revision 0, no
+ * objects: else -ENOTEMPTY), keeping each object's revision and text, in one
+ * transaction: dst ends at src's revision with its event log compacted up to
+ * it (a watch from an older revision gets -ERANGE, i.e. relists).  From one
+ * snapshot of src.  dst must be PostgreSQL (else -ENOTSUP): `agenthub
+ * migrate`.  *ret_count and *ret_rev (may be NULL): objects copied, revision. */
+int store_copy_into(store *dst, store *src, size_t *ret_count, int64_t *ret_rev);
+
 /* Counters for metrics and tests; a snapshot, not a consistent cut. */
 struct store_stats {
 	uint64_t commits;       /* write transactions committed */

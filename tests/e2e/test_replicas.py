@@ -6,13 +6,14 @@ kube-system/agenthub-controllers, runs the controllers; when it is killed
 with SIGKILL another replica takes the Lease over and reconciles."""
 
 import shutil
+import subprocess
 import threading
 import time
 
 import pytest
 
 import pgserver
-from conftest import wait_for
+from conftest import AGENTHUB, wait_for
 
 NS = "replicas"
 LEASE = ("kube-system", "agenthub-controllers")
@@ -173,3 +174,51 @@ def test_one_leader_runs_the_controllers_and_another_takes_over(hub_factory, db_
     t0 = time.monotonic()
     wait_for(lambda: "now holds Lease" in a.log_text(), timeout=10, what="a takes over")
     print(f"handover {time.monotonic() - t0:.1f} s after SIGTERM of the leader")
+
+
+def test_migrate_sqlite_to_postgres(hub_factory, db_url):
+    """agenthub migrate copies a stopped SQLite hub's objects into an empty
+    PostgreSQL database, resourceVersions kept; a running hub's store and a
+    database that already holds objects are refused, naming why."""
+    old = hub_factory(start=False, name="sqlitehub")
+    db = old.data_dir / "agenthub.db"
+    old.extra_args += ["--store", f"sqlite:{db}"]
+    old.store_url = None
+    old.start()
+    old.create_namespace(NS)
+    for i in range(20):
+        assert old.request("POST", f"/api/v1/namespaces/{NS}/configmaps", cm(f"m{i}", str(i))).status == 201
+    before = {o["metadata"]["name"]: o for o in
+              old.get_json(f"/api/v1/namespaces/{NS}/configmaps")["items"]}
+    url = db_url.replace("postgres://postgres@", "postgres://postgres:s3cret@")
+    busy = subprocess.run([str(AGENTHUB), "migrate", "--from", f"sqlite:{db}", "--to", url],
+                          capture_output=True, text=True, timeout=60)
+    assert busy.returncode == 1, busy
+    assert "an agenthub process is using it (stop the hub first)" in busy.stderr, busy.stderr
+    old.stop()
+    done = subprocess.run([str(AGENTHUB), "migrate", "--from", f"sqlite:{db}", "--to", url],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done
+    assert done.stdout.startswith("migrated "), done.stdout
+    assert "s3cret" not in done.stdout + done.stderr and "postgres:xxxxx@" in done.stdout, done.stdout
+    again = subprocess.run([str(AGENTHUB), "migrate", "--from", f"sqlite:{db}", "--to", url],
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 1 and "already holds agenthub objects" in again.stderr, again
+
+    new = hub_factory(extra_args=["--store", url], name="pghub")
+    after = {o["metadata"]["name"]: o for o in
+             new.get_json(f"/api/v1/namespaces/{NS}/configmaps")["items"]}
+    assert after.keys() == before.keys()
+    for name, o in before.items():
+        assert after[name]["metadata"]["resourceVersion"] == o["metadata"]["resourceVersion"]
+        assert after[name]["metadata"]["uid"] == o["metadata"]["uid"]
+        assert after[name]["data"] == o["data"]
+    # Writes go on from the migrated revision, with optimistic concurrency.
+    o = after["m0"]
+    o["data"] = {"k": "changed"}
+    r = new.request("PUT", f"/api/v1/namespaces/{NS}/configmaps/m0", o)
+    assert r.status == 200, r
+    assert int(r.json()["metadata"]["resourceVersion"]) > int(o["metadata"]["resourceVersion"])
+    r = new.request("PUT", f"/api/v1/namespaces/{NS}/configmaps/m0", o)
+    assert r.status == 409, r
+    assert "s3cret" not in new.log_text()
