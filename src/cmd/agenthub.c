@@ -588,7 +588,8 @@ static int serve(int argc, char **argv)
 	struct http_server_opts hso = { 0 };
 	struct app app = { 0 };
 	char host[256], db[4096], db_shown[4096], kubeconfig[4096], url[512], addr[300];
-	const char *hosts[2];
+	const char *hosts[3];
+	char svc_host[256] = "";
 	struct sigaction sa;
 	sigset_t stop_signals, wait_mask;
 	ah_err err;
@@ -629,6 +630,20 @@ static int serve(int argc, char **argv)
 	listen_host(o.listen, host, sizeof(host));
 	hosts[0] = host;
 	hosts[1] = NULL;
+	/* The serving certificate also names the --service-url host: replicas
+	 * behind one balancer address each present a certificate for it. */
+	if (o.service_url && strstr(o.service_url, "://")) {
+		const char *a = strstr(o.service_url, "://") + 3;
+
+		if (*a == '[')
+			snprintf(svc_host, sizeof(svc_host), "%.*s", (int)strcspn(a + 1, "]"), a + 1);
+		else
+			snprintf(svc_host, sizeof(svc_host), "%.*s", (int)strcspn(a, ":/?#"), a);
+		if (svc_host[0]) {
+			hosts[1] = svc_host;
+			hosts[2] = NULL;
+		}
+	}
 	r = creds_load_or_create(o.data_dir, hosts, &creds, &err);
 	if (r < 0) {
 		log_error("credentials in %s: %s", o.data_dir, err.message);
