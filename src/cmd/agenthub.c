@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -721,32 +722,44 @@ static int serve(int argc, char **argv)
 		hc.default_iso = iso;
 		hc.host_disconnect_timeout_s = o.timeouts.disconnect_s < INT_MAX ? (int)o.timeouts.disconnect_s : INT_MAX;
 		/* Replicas on one PostgreSQL database elect the one that runs the
-		 * controllers.  Identity: <hostname>_<listen port>_<id>, the id
-		 * kept in DIR/replica.id so that a replica restarted on its data
-		 * directory knows the Lease it held as its own (no 15 s wait). */
+		 * controllers.  Identity: <hostname>_<id>, the id kept in
+		 * DIR/replica.id so that a replica restarted on its data directory
+		 * knows the Lease it held as its own (no 15 s wait); so each
+		 * replica needs its own data directory. */
 		char ident[400], hn[256] = "agenthub", rid[40] = "";
 
 		if (store_url_is_postgres(db)) {
 			char idp[4200];
-			FILE *f;
+			ssize_t got;
+			int fd;
 
 			gethostname(hn, sizeof(hn) - 1);
 			snprintf(idp, sizeof(idp), "%s/replica.id", o.data_dir);
-			if ((f = fopen(idp, "r"))) {
-				if (!fgets(rid, sizeof(rid), f))
-					rid[0] = '\0';
-				rid[strcspn(rid, "\n")] = '\0';
-				fclose(f);
+			/* Held (flock) for the life of the process, never closed:
+			 * two processes on one data directory would share one
+			 * identity and both think they lead. */
+			fd = open(idp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+			if (fd < 0) {
+				log_error("cannot open %s: %s", idp, strerror(errno));
+				goto out_ka;
 			}
+			if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+				log_error("cannot use the data directory %s: another agenthub process is using it",
+					  o.data_dir);
+				close(fd);
+				goto out_ka;
+			}
+			got = pread(fd, rid, sizeof(rid) - 1, 0);
+			rid[got > 0 ? got : 0] = '\0';
+			rid[strcspn(rid, "\n")] = '\0';
 			if (strlen(rid) != 16 || strspn(rid, "0123456789abcdef") != 16) {
-				if (util_random_hex(rid, 8) < 0 || !(f = fopen(idp, "w"))) {
+				if (util_random_hex(rid, 8) < 0 || ftruncate(fd, 0) < 0 ||
+				    pwrite(fd, rid, 16, 0) != 16 || pwrite(fd, "\n", 1, 16) != 1 || fsync(fd) < 0) {
 					log_error("cannot write %s: %s", idp, strerror(errno));
 					goto out_ka;
 				}
-				fprintf(f, "%s\n", rid);
-				fclose(f);
 			}
-			snprintf(ident, sizeof(ident), "%s_%s_%s", hn, strrchr(o.listen, ':') + 1, rid);
+			snprintf(ident, sizeof(ident), "%s_%s", hn, rid);
 			hc.leader_elect = true;
 			hc.leader_identity = ident;
 		}
