@@ -60,6 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/hubmetrics.h"
 #include "store/store-internal.h"
 
 #define SCHEMA_VERSION 1
@@ -531,6 +532,8 @@ static void run_batch(struct pg *p, struct preq **batch, size_t n)
 	size_t i;
 	int rc;
 
+	double t0 = hm_now();
+
 	if (writer_conn(p) < 0) {
 		for (i = 0; i < n; i++)
 			batch[i]->result = -EIO;
@@ -553,6 +556,8 @@ static void run_batch(struct pg *p, struct preq **batch, size_t n)
 	} else if (rc == 0) {
 		atomic_fetch_add(&p->commits, 1);
 	}
+	if (rc == 0)
+		hm_store_commit(hm_now() - t0, n);
 	/* Every request moves its stamp, refused or not: it may have raced
 	 * with a write that landed. */
 	for (i = 0; i < n; i++) {
