@@ -3,7 +3,9 @@ Debian's postgresql, tests/e2e/pgserver.py): a write through one replica is
 seen by a watch on another within 100 ms, every replica's watch sees every
 change in order, and one leader, elected through the Lease
 kube-system/agenthub-controllers, runs the controllers; when it is killed
-with SIGKILL another replica takes the Lease over and reconciles."""
+with SIGKILL another replica takes the Lease over and reconciles; a host
+that reaches only a follower registers and the leader sees it; `agenthub
+migrate` moves a SQLite hub's objects over."""
 
 import shutil
 import subprocess
@@ -222,3 +224,33 @@ def test_migrate_sqlite_to_postgres(hub_factory, db_url):
     r = new.request("PUT", f"/api/v1/namespaces/{NS}/configmaps/m0", o)
     assert r.status == 409, r
     assert "s3cret" not in new.log_text()
+
+
+def test_host_through_a_follower_is_seen_by_the_leader(hub_factory, db_url, tmp_path):
+    """A simulated host that reaches only the follower (every replica's
+    --service-url names it) registers, reports its inventory and becomes a
+    known-unbound Agent, which the leader's controllers reconcile."""
+    from test_discovery import setup_infraenv, simulated_host
+    from conftest import free_port
+    a = hub_factory(start=False, name="leader")
+    b = hub_factory(start=False, name="follower")
+    b.port = free_port()
+    svc = ["--service-url", f"https://127.0.0.1:{b.port}"]
+    a.extra_args += ["--store", db_url, *svc]
+    b.extra_args += ["--store", db_url, *svc]
+    a.store_url = b.store_url = None
+    a.start()
+    wait_for(lambda: "now holds Lease" in a.log_text(), timeout=10, what="a leads")
+    for f in SHARED_FILES:
+        if (a.data_dir / f).is_file():
+            shutil.copy2(a.data_dir / f, b.data_dir / f)
+    b.start()
+    ie = setup_infraenv(b)
+    assert ie["status"]["isoDownloadURL"].startswith(f"https://127.0.0.1:{b.port}/"), ie["status"]
+    with simulated_host(b, ie, tmp_path / "sim.log", seed=7) as agent:
+        name = agent["metadata"]["name"]
+        # The same Agent through the leader, and its inventory.
+        ag = a.kubectl_json("-n", agent["metadata"]["namespace"], "get", "agent", name)
+        assert ag["status"]["debugInfo"]["state"] == "known-unbound", ag["status"]
+        assert ag["status"]["inventory"]["hostname"], ag["status"]["inventory"]
+    assert "now holds Lease" not in b.log_text()
