@@ -325,6 +325,7 @@ static int apply_write(PGconn *c, struct preq *q, int64_t rev)
 		q->result = -EFBIG;
 		return 0;
 	}
+	/* The object's row and its event in one statement (one round trip). */
 	fmt_i64(revs, sizeof(revs), rev);
 	vals[0] = w->resource;
 	vals[1] = w->ns;
@@ -335,42 +336,41 @@ static int apply_write(PGconn *c, struct preq *q, int64_t rev)
 	fmts[4] = 1;
 	switch (w->op) {
 	case STORE__CREATE:
-		r = run(c, "INSERT INTO ah_objects (resource, ns, name, rev, json) "
-			"VALUES ($1, $2, $3, $4, $5)", 5, vals, lens, fmts);
 		type = STORE_ADDED;
 		break;
 	case STORE__UPDATE:
-		r = run(c, "UPDATE ah_objects SET rev = $4, json = $5 "
-			"WHERE resource = $1 AND ns = $2 AND name = $3", 5, vals, lens, fmts);
 		type = STORE_MODIFIED;
 		break;
 	default:
-		r = run(c, "DELETE FROM ah_objects WHERE resource = $1 AND ns = $2 AND name = $3",
-			3, vals, NULL, NULL);
 		type = STORE_DELETED;
 		break;
 	}
-	if (!ok(r))
+	snprintf(types, sizeof(types), "%d", type);
+	vals[5] = types;
+	switch (w->op) {
+	case STORE__CREATE:
+		r = run(c, "WITH o AS (INSERT INTO ah_objects (resource, ns, name, rev, json) "
+			"VALUES ($1, $2, $3, $4::bigint, $5::bytea) RETURNING 1) "
+			"INSERT INTO ah_events (rev, resource, ns, name, type, json) "
+			"SELECT $4::bigint, $1, $2, $3, $6::smallint, $5::bytea FROM o", 6, vals, lens, fmts);
+		break;
+	case STORE__UPDATE:
+		r = run(c, "WITH o AS (UPDATE ah_objects SET rev = $4::bigint, json = $5::bytea "
+			"WHERE resource = $1 AND ns = $2 AND name = $3 RETURNING 1) "
+			"INSERT INTO ah_events (rev, resource, ns, name, type, json) "
+			"SELECT $4::bigint, $1, $2, $3, $6::smallint, $5::bytea FROM o", 6, vals, lens, fmts);
+		break;
+	default:
+		r = run(c, "WITH o AS (DELETE FROM ah_objects "
+			"WHERE resource = $1 AND ns = $2 AND name = $3 RETURNING 1) "
+			"INSERT INTO ah_events (rev, resource, ns, name, type, json) "
+			"SELECT $4::bigint, $1, $2, $3, $6::smallint, $5::bytea FROM o", 6, vals, lens, fmts);
+		break;
+	}
+	/* Exactly one row: the key was checked above under the revision lock. */
+	if (!ok(r) || strcmp(PQcmdTuples(r), "1") != 0)
 		rc = -EIO;
 	PQclear(r);
-	if (!rc) {
-		snprintf(types, sizeof(types), "%d", type);
-		vals[0] = revs;
-		vals[1] = w->resource;
-		vals[2] = w->ns;
-		vals[3] = w->name;
-		vals[4] = types;
-		vals[5] = text;
-		memset(lens, 0, sizeof(lens));
-		memset(fmts, 0, sizeof(fmts));
-		lens[5] = (int)len;
-		fmts[5] = 1;
-		r = run(c, "INSERT INTO ah_events (rev, resource, ns, name, type, json) "
-			"VALUES ($1, $2, $3, $4, $5, $6)", 6, vals, lens, fmts);
-		if (!ok(r))
-			rc = -EIO;
-		PQclear(r);
-	}
 	free(text);
 	if (!rc)
 		q->result = 0;
@@ -408,14 +408,13 @@ static int run_txn(struct pg *p, struct preq **batch, size_t n, int64_t *ret_rev
 	*retry = false;
 	for (i = 0; i < n; i++)
 		batch[i]->result = -EIO;
-	if (exec0(c, "BEGIN") < 0)
-		return -EIO;
-	r = run(c, "SELECT v FROM ah_meta WHERE k = 'rev' FOR UPDATE", 0, NULL, NULL, NULL);
+	/* BEGIN and the revision lock in one round trip (text results). */
+	r = PQexec(c, "BEGIN; SELECT v FROM ah_meta WHERE k = 'rev' FOR UPDATE");
 	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
 		PQclear(r);
 		goto fail;
 	}
-	cur = get_i64(r, 0, 0);
+	cur = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
 	for (i = 0; i < n; i++) {
 		if (apply_write(c, batch[i], cur + 1) < 0) {
@@ -427,25 +426,25 @@ static int run_txn(struct pg *p, struct preq **batch, size_t n, int64_t *ret_rev
 			applied++;
 		}
 	}
+	/* The new revision, its notification and COMMIT in one round trip
+	 * (only numbers are formatted into it).  A failure before COMMIT
+	 * leaves the transaction to roll back; one of COMMIT itself leaves
+	 * the outcome unknown: -EIO either way, nothing acknowledged. */
 	if (applied) {
+		char sql[160];
+
 		fmt_i64(revs, sizeof(revs), cur);
-		vals[0] = revs;
-		r = run(c, "UPDATE ah_meta SET v = $1 WHERE k = 'rev'", 1, vals, NULL, NULL);
-		if (!ok(r)) {
-			PQclear(r);
-			goto fail;
-		}
-		PQclear(r);
-		r = run(c, "SELECT pg_notify('ah_rev', $1)", 1, vals, NULL, NULL);
-		if (!ok(r)) {
-			PQclear(r);
-			goto fail;
-		}
-		PQclear(r);
+		snprintf(sql, sizeof(sql), "UPDATE ah_meta SET v = %s WHERE k = 'rev'; "
+			 "SELECT pg_notify('ah_rev', '%s'); COMMIT", revs, revs);
+		r = PQexec(c, sql);
+	} else {
+		r = PQexec(c, "COMMIT");
 	}
-	r = PQexec(c, "COMMIT");
-	if (!ok(r)) {
+	(void)vals;
+	if (!ok(r) || PQtransactionStatus(c) != PQTRANS_IDLE) {
 		PQclear(r);
+		if (PQtransactionStatus(c) != PQTRANS_IDLE)
+			PQclear(PQexec(c, "ROLLBACK"));
 		for (i = 0; i < n; i++)
 			batch[i]->result = -EIO;
 		return -EIO;
