@@ -274,106 +274,38 @@ static void fmt_i64(char *buf, size_t n, int64_t v)
 	snprintf(buf, n, "%" PRId64, v);
 }
 
-/* Apply one write at revision cur + 1 inside the open transaction.
- * Returns 0 with r->result set (0 only when applied), or -EIO when a
- * statement failed (the transaction is then aborted). */
-static int apply_write(PGconn *c, struct preq *q, int64_t rev)
+/* Read one pipeline query's results (a result, then NULL); 0 when it was
+ * ok (and, with want_one, changed exactly one row), else -EIO.  *ret gets
+ * the result when ret is non-NULL (the caller clears it). */
+static int pipe_result(PGconn *c, bool want_one, PGresult **ret)
 {
-	const struct store__write *w = q->w;
-	const char *key[3] = { w->resource, w->ns, w->name };
-	const char *vals[6];
-	int lens[6] = { 0 }, fmts[6] = { 0 };
-	char revs[24], types[8];
-	PGresult *r;
-	bool exists;
-	int64_t cur = 0;
-	size_t len = SIZE_MAX;
-	char *text;
-	int type, rc = 0;
+	PGresult *r = PQgetResult(c), *x;
+	int rc = r && ok(r) && (!want_one || strcmp(PQcmdTuples(r), "1") == 0) ? 0 : -EIO;
 
-	r = run(c, "SELECT rev FROM ah_objects WHERE resource = $1 AND ns = $2 AND name = $3",
-		3, key, NULL, NULL);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+	while ((x = PQgetResult(c)))
+		PQclear(x);
+	if (ret)
+		*ret = r;
+	else
 		PQclear(r);
-		return -EIO;
+	return rc;
+}
+
+/* After a pipeline's last query: up to and including its sync point. */
+static int pipe_sync_end(PGconn *c)
+{
+	PGresult *r;
+	int rc = -EIO;
+
+	while ((r = PQgetResult(c))) {
+		ExecStatusType st = PQresultStatus(r);
+
+		PQclear(r);
+		if (st == PGRES_PIPELINE_SYNC) {
+			rc = 0;
+			break;
+		}
 	}
-	exists = PQntuples(r) == 1;
-	if (exists)
-		cur = get_i64(r, 0, 0);
-	PQclear(r);
-	if (w->op == STORE__CREATE && exists) {
-		q->result = -EEXIST;
-		return 0;
-	}
-	if (w->op != STORE__CREATE && !exists) {
-		q->result = -ENOENT;
-		return 0;
-	}
-	if (w->op != STORE__CREATE && w->expect_rev > 0 && w->expect_rev != cur) {
-		q->result = -ESTALE;
-		return 0;
-	}
-	text = w->render(rev, &len, w->userdata);
-	if (!text) {
-		q->result = -ECANCELED;
-		return 0;
-	}
-	if (len == SIZE_MAX)
-		len = strlen(text);
-	if (len > STORE_MAX_JSON) {
-		free(text);
-		q->result = -EFBIG;
-		return 0;
-	}
-	/* The object's row and its event in one statement (one round trip). */
-	fmt_i64(revs, sizeof(revs), rev);
-	vals[0] = w->resource;
-	vals[1] = w->ns;
-	vals[2] = w->name;
-	vals[3] = revs;
-	vals[4] = text;
-	lens[4] = (int)len;
-	fmts[4] = 1;
-	switch (w->op) {
-	case STORE__CREATE:
-		type = STORE_ADDED;
-		break;
-	case STORE__UPDATE:
-		type = STORE_MODIFIED;
-		break;
-	default:
-		type = STORE_DELETED;
-		break;
-	}
-	snprintf(types, sizeof(types), "%d", type);
-	vals[5] = types;
-	switch (w->op) {
-	case STORE__CREATE:
-		r = run(c, "WITH o AS (INSERT INTO ah_objects (resource, ns, name, rev, json) "
-			"VALUES ($1, $2, $3, $4::bigint, $5::bytea) RETURNING 1) "
-			"INSERT INTO ah_events (rev, resource, ns, name, type, json) "
-			"SELECT $4::bigint, $1, $2, $3, $6::smallint, $5::bytea FROM o", 6, vals, lens, fmts);
-		break;
-	case STORE__UPDATE:
-		r = run(c, "WITH o AS (UPDATE ah_objects SET rev = $4::bigint, json = $5::bytea "
-			"WHERE resource = $1 AND ns = $2 AND name = $3 RETURNING 1) "
-			"INSERT INTO ah_events (rev, resource, ns, name, type, json) "
-			"SELECT $4::bigint, $1, $2, $3, $6::smallint, $5::bytea FROM o", 6, vals, lens, fmts);
-		break;
-	default:
-		r = run(c, "WITH o AS (DELETE FROM ah_objects "
-			"WHERE resource = $1 AND ns = $2 AND name = $3 RETURNING 1) "
-			"INSERT INTO ah_events (rev, resource, ns, name, type, json) "
-			"SELECT $4::bigint, $1, $2, $3, $6::smallint, $5::bytea FROM o", 6, vals, lens, fmts);
-		break;
-	}
-	/* Exactly one row: the key was checked above under the revision lock. */
-	if (!ok(r) || strcmp(PQcmdTuples(r), "1") != 0)
-		rc = -EIO;
-	PQclear(r);
-	free(text);
-	if (!rc)
-		q->result = 0;
 	return rc;
 }
 
@@ -392,23 +324,45 @@ static int writer_conn(struct pg *p)
 	return p->wconn ? 0 : -EIO;
 }
 
-/* One transaction for the writes in batch[0..n).  Returns 0 when the
- * transaction committed (each request's own result set), -EIO when it did
- * not (or may not have), *retry when a statement failed on a live
+/* One transaction for the writes in batch[0..n), in three round trips
+ * whatever n: BEGIN with the revision lock; the current revision of every
+ * key the batch touches (pipelined); then every write (its object row and
+ * event in one statement), the new revision, its NOTIFY and COMMIT
+ * (pipelined).  Each write's precondition is decided here, in order, from
+ * what was read and what earlier writes of the batch did.  Returns 0 when
+ * the transaction committed (each request's own result set), -EIO when it
+ * did not (or may not have); *retry when a statement failed on a live
  * connection (then the caller applies each write alone). */
 static int run_txn(struct pg *p, struct preq **batch, size_t n, int64_t *ret_rev, bool *retry)
 {
+	static const char *const sql_write[] = {
+		[STORE__CREATE] = "WITH o AS (INSERT INTO ah_objects (resource, ns, name, rev, json) "
+			"VALUES ($1, $2, $3, $4::bigint, $5::bytea) RETURNING 1) "
+			"INSERT INTO ah_events (rev, resource, ns, name, type, json) "
+			"SELECT $4::bigint, $1, $2, $3, $6::smallint, $5::bytea FROM o",
+		[STORE__UPDATE] = "WITH o AS (UPDATE ah_objects SET rev = $4::bigint, json = $5::bytea "
+			"WHERE resource = $1 AND ns = $2 AND name = $3 RETURNING 1) "
+			"INSERT INTO ah_events (rev, resource, ns, name, type, json) "
+			"SELECT $4::bigint, $1, $2, $3, $6::smallint, $5::bytea FROM o",
+		[STORE__DELETE] = "WITH o AS (DELETE FROM ah_objects "
+			"WHERE resource = $1 AND ns = $2 AND name = $3 RETURNING 1) "
+			"INSERT INTO ah_events (rev, resource, ns, name, type, json) "
+			"SELECT $4::bigint, $1, $2, $3, $6::smallint, $5::bytea FROM o",
+	};
 	PGconn *c = p->wconn;
 	PGresult *r;
-	int64_t cur;
-	size_t i, applied = 0;
+	int64_t cur, *krev = NULL;
+	bool *kex = NULL, pipe = false, failed = false;
+	size_t i, j, applied = 0, sent = 0, pending = 0;  /* pending: sent, not read */
 	char revs[24];
-	const char *vals[1];
 
 	*retry = false;
 	for (i = 0; i < n; i++)
 		batch[i]->result = -EIO;
-	/* BEGIN and the revision lock in one round trip (text results). */
+	krev = calloc(n, sizeof(*krev));
+	kex = calloc(n, sizeof(*kex));
+	if (!krev || !kex)
+		goto fail;
 	r = PQexec(c, "BEGIN; SELECT v FROM ah_meta WHERE k = 'rev' FOR UPDATE");
 	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
 		PQclear(r);
@@ -416,46 +370,158 @@ static int run_txn(struct pg *p, struct preq **batch, size_t n, int64_t *ret_rev
 	}
 	cur = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
+
+	if (!PQenterPipelineMode(c))
+		goto fail;
+	pipe = true;
 	for (i = 0; i < n; i++) {
-		if (apply_write(c, batch[i], cur + 1) < 0) {
-			*retry = n > 1 && PQstatus(c) == CONNECTION_OK;
+		const char *key[3] = { batch[i]->w->resource, batch[i]->w->ns, batch[i]->w->name };
+
+		if (!PQsendQueryParams(c, "SELECT rev FROM ah_objects "
+				       "WHERE resource = $1 AND ns = $2 AND name = $3",
+				       3, NULL, key, NULL, NULL, 1))
+			goto fail;
+		pending++;
+	}
+	if (!PQpipelineSync(c))
+		goto fail;
+	for (i = 0; i < n; i++) {
+		pending--;
+		if (pipe_result(c, false, &r) < 0) {
+			PQclear(r);
+			failed = true;
+			continue;
+		}
+		kex[i] = PQntuples(r) == 1;
+		krev[i] = kex[i] ? get_i64(r, 0, 0) : 0;
+		PQclear(r);
+	}
+	if (pipe_sync_end(c) < 0 || failed)
+		goto fail;
+
+	for (i = 0; i < n; i++) {
+		struct preq *q = batch[i];
+		const struct store__write *w = q->w;
+		bool exists = kex[i];
+		int64_t kr = krev[i];
+		size_t len = SIZE_MAX;
+		char *text, types[8];
+		const char *vals[6];
+		int lens[6] = { 0 }, fmts[6] = { 0 }, type;
+
+		/* The latest earlier write of this batch to the same key wins. */
+		for (j = i; j-- > 0;)
+			if (batch[j]->result == 0 && strcmp(batch[j]->w->name, w->name) == 0 &&
+			    strcmp(batch[j]->w->ns, w->ns) == 0 &&
+			    strcmp(batch[j]->w->resource, w->resource) == 0) {
+				exists = batch[j]->w->op != STORE__DELETE;
+				kr = batch[j]->rev;
+				break;
+			}
+		if (w->op == STORE__CREATE && exists) {
+			q->result = -EEXIST;
+			continue;
+		}
+		if (w->op != STORE__CREATE && !exists) {
+			q->result = -ENOENT;
+			continue;
+		}
+		if (w->op != STORE__CREATE && w->expect_rev > 0 && w->expect_rev != kr) {
+			q->result = -ESTALE;
+			continue;
+		}
+		text = w->render(cur + 1, &len, w->userdata);
+		if (!text) {
+			q->result = -ECANCELED;
+			continue;
+		}
+		if (len == SIZE_MAX)
+			len = strlen(text);
+		if (len > STORE_MAX_JSON) {
+			free(text);
+			q->result = -EFBIG;
+			continue;
+		}
+		type = w->op == STORE__CREATE ? STORE_ADDED :
+		       w->op == STORE__UPDATE ? STORE_MODIFIED : STORE_DELETED;
+		fmt_i64(revs, sizeof(revs), cur + 1);
+		snprintf(types, sizeof(types), "%d", type);
+		vals[0] = w->resource;
+		vals[1] = w->ns;
+		vals[2] = w->name;
+		vals[3] = revs;
+		vals[4] = text;
+		vals[5] = types;
+		lens[4] = (int)len;
+		fmts[4] = 1;
+		/* libpq copies the parameters into its buffer here. */
+		if (!PQsendQueryParams(c, sql_write[w->op], 6, NULL, vals, lens, fmts, 1)) {
+			free(text);
 			goto fail;
 		}
-		if (batch[i]->result == 0) {
-			batch[i]->rev = ++cur;
-			applied++;
-		}
+		free(text);
+		sent++;
+		pending++;
+		q->rev = ++cur;
+		q->result = 0;
+		applied++;
 	}
-	/* The new revision, its notification and COMMIT in one round trip
-	 * (only numbers are formatted into it).  A failure before COMMIT
-	 * leaves the transaction to roll back; one of COMMIT itself leaves
-	 * the outcome unknown: -EIO either way, nothing acknowledged. */
 	if (applied) {
-		char sql[160];
+		const char *vals[1] = { revs };
 
 		fmt_i64(revs, sizeof(revs), cur);
-		snprintf(sql, sizeof(sql), "UPDATE ah_meta SET v = %s WHERE k = 'rev'; "
-			 "SELECT pg_notify('ah_rev', '%s'); COMMIT", revs, revs);
-		r = PQexec(c, sql);
-	} else {
-		r = PQexec(c, "COMMIT");
+		if (!PQsendQueryParams(c, "UPDATE ah_meta SET v = $1 WHERE k = 'rev'", 1, NULL, vals,
+				       NULL, NULL, 1) ||
+		    !PQsendQueryParams(c, "SELECT pg_notify('ah_rev', $1)", 1, NULL, vals, NULL, NULL, 1))
+			goto fail;
+		pending += 2;
 	}
-	(void)vals;
-	if (!ok(r) || PQtransactionStatus(c) != PQTRANS_IDLE) {
-		PQclear(r);
-		if (PQtransactionStatus(c) != PQTRANS_IDLE)
-			PQclear(PQexec(c, "ROLLBACK"));
-		for (i = 0; i < n; i++)
-			batch[i]->result = -EIO;
-		return -EIO;
+	if (!PQsendQueryParams(c, "COMMIT", 0, NULL, NULL, NULL, NULL, 1))
+		goto fail;
+	pending++;
+	if (!PQpipelineSync(c))
+		goto fail;
+	/* The writes (one row each), the revision, the notification, COMMIT. */
+	for (i = 0; i < sent; i++, pending--)
+		if (pipe_result(c, true, NULL) < 0)
+			failed = true;
+	for (i = 0; i < (applied ? 3u : 1u); i++, pending--)
+		if (pipe_result(c, false, NULL) < 0)
+			failed = true;
+	if (pipe_sync_end(c) < 0)
+		failed = true;
+	PQexitPipelineMode(c);
+	pipe = false;
+	if (failed || PQtransactionStatus(c) != PQTRANS_IDLE) {
+		/* Something failed before COMMIT took: an aborted transaction is
+		 * rolled back and the batch tried write by write. */
+		*retry = n > 1 && PQstatus(c) == CONNECTION_OK;
+		goto fail;
 	}
-	PQclear(r);
+	free(krev);
+	free(kex);
 	*ret_rev = applied ? cur : 0;
 	return 0;
 fail:
-	PQclear(PQexec(c, "ROLLBACK"));
+	if (pipe && PQstatus(c) == CONNECTION_OK) {
+		/* Discard what the pipeline still holds, then leave it. */
+		if (pending && PQpipelineSync(c)) {
+			for (; pending; pending--)
+				pipe_result(c, false, NULL);
+			pipe_sync_end(c);
+		}
+		if (!PQexitPipelineMode(c)) {
+			/* Cannot tell where the stream is: start afresh. */
+			PQfinish(p->wconn);
+			p->wconn = c = NULL;
+		}
+	}
+	if (c && PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE)
+		PQclear(PQexec(c, "ROLLBACK"));
 	for (i = 0; i < n; i++)
 		batch[i]->result = -EIO;
+	free(krev);
+	free(kex);
 	return -EIO;
 }
 
@@ -546,7 +612,7 @@ static void run_batch(struct pg *p, struct preq **batch, size_t n)
 			int64_t r1 = 0;
 			bool again;
 
-			if (run_txn(p, &batch[i], 1, &r1, &again) == 0) {
+			if (writer_conn(p) == 0 && run_txn(p, &batch[i], 1, &r1, &again) == 0) {
 				atomic_fetch_add(&p->commits, 1);
 				if (r1 > rev)
 					rev = r1;
@@ -567,7 +633,8 @@ static void run_batch(struct pg *p, struct preq **batch, size_t n)
 	if (rev > 0) {
 		publish(p, rev, 0, false);
 		comp = atomic_load(&p->compacted);
-		if (rev - comp > (int64_t)(p->opts.event_log_keep + p->opts.event_log_keep / 16)) {
+		if (rev - comp > (int64_t)(p->opts.event_log_keep + p->opts.event_log_keep / 16) &&
+		    writer_conn(p) == 0) {
 			comp = compact_conn(p->wconn, p->opts.event_log_keep, COMPACT_CHUNK);
 			if (comp >= 0)
 				publish(p, rev, comp, false);

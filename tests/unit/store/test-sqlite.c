@@ -870,14 +870,18 @@ struct waiter {
 	int64_t after;
 	int timeout;
 	int64_t result;
+	int64_t woke_ms;        /* now_ms() when store_wait() returned */
 	atomic_int done;
 };
+
+static int64_t now_ms(void);
 
 static void *waiter_main(void *arg)
 {
 	struct waiter *w = arg;
 
 	w->result = store_wait(w->s, w->after, w->timeout);
+	w->woke_ms = now_ms();
 	atomic_store(&w->done, 1);
 	return NULL;
 }
@@ -1291,16 +1295,18 @@ static void test_two_replicas(void **state)
 		w.timeout = 5000;
 		assert_int_equal(pthread_create(&th[0], NULL, waiter_main, &w), 0);
 		usleep(20 * 1000);
-		t0 = now_ms();
+		/* From the write's acknowledgement to b's wake-up (negative
+		 * when b woke before the writer's caller did). */
 		rev = mk(f->s, "pods", "ns", k % 2 ? "a2" : "b2", "w");
+		t0 = now_ms();
 		assert_int_equal(pthread_join(th[0], NULL), 0);
 		assert_true(w.result >= rev);
-		if (now_ms() - t0 > worst)
-			worst = now_ms() - t0;
+		if (w.woke_ms - t0 > worst)
+			worst = w.woke_ms - t0;
 		assert_int_equal(store_delete(f->s, "pods", "ns", k % 2 ? "a2" : "b2", 0,
 					      render_tag, "", NULL), 0);
 	}
-	print_message("  worst cross-replica wake-up %lld ms\n", (long long)worst);
+	print_message("  worst cross-replica wake-up after the ack %lld ms\n", (long long)worst);
 	assert_true(worst < 100);
 
 	/* Both replicas write at once: one contiguous sequence, and each
