@@ -196,16 +196,23 @@ static void quiet_notice(void *arg, const char *message)
 
 static PGconn *connect_db(const struct pg *p)
 {
+	/* Defaults first: what the URL says wins.  TCP keepalives find a dead
+	 * server (or path) in about 25 s instead of the kernel's hours. */
 	const char *keys[] = { "connect_timeout", "client_encoding", "application_name",
+			       "keepalives_idle", "keepalives_interval", "keepalives_count",
 			       "dbname", NULL };
-	const char *vals[] = { "10", "UTF8", "agenthub", p->conninfo, NULL };
+	const char *vals[] = { "10", "UTF8", "agenthub", "10", "5", "3", p->conninfo, NULL };
 	PGconn *c = PQconnectdbParams(keys, vals, 1);
 
 	if (c && PQstatus(c) == CONNECTION_OK) {
 		PGresult *r;
 
 		PQsetNoticeProcessor(c, quiet_notice, NULL);
-		r = PQexec(c, "SET default_transaction_isolation = 'read committed'");
+		/* A replica stopped mid-transaction (SIGSTOP, a lost network)
+		 * must not hold the revision lock, and so every writer, for
+		 * long: its session ends after 15 s idle in a transaction. */
+		r = PQexec(c, "SET default_transaction_isolation = 'read committed'; "
+			   "SET idle_in_transaction_session_timeout = '15s'");
 
 		PQclear(r);
 		return c;
