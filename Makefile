@@ -5,7 +5,7 @@ MESON_OPTS ?=
 DATA ?= data
 LISTEN ?= 127.0.0.1:6443
 
-.PHONY: all build deps run test unit e2e clean asan
+.PHONY: all build deps run test test-pg unit e2e clean asan
 
 all: build
 
@@ -30,6 +30,13 @@ e2e: build
 
 test: deps build
 	scripts/run-tests.sh $(BUILD)
+
+# The end-to-end suite again with every hub on PostgreSQL (a real server from
+# Debian's postgresql, started by the tests); the unit tests already cover the
+# PostgreSQL store (store-postgres).  Kept out of `make test` so that stays
+# under 20 minutes.
+test-pg: deps build
+	AGENTHUB_STORE=postgres scripts/run-tests.sh $(BUILD) e2e
 
 asan:
 	$(MAKE) BUILD=build-asan MESON_OPTS="-Db_sanitize=address,undefined -Db_lundef=false" test

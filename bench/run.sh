@@ -12,7 +12,12 @@
 #   BENCH_CONC="1 16 64"   concurrencies
 #   BENCH_LIST_N=10000     objects in the list step
 #   BENCH_LIST_REPEAT=10   timed lists
-#   BENCH_TARGETS="agenthub etcd"
+#   BENCH_TARGETS="agenthub etcd"   also agenthub-pg (one replica on a
+#                          PostgreSQL server this script starts from Debian's
+#                          postgresql, fsync on) and agenthub-pg3 (three
+#                          replicas on it, each loadgen run split in three
+#                          parallel loadgens, one per replica: ops/s summed,
+#                          latency percentiles the worst of the three)
 #   BENCH_STEP_TIMEOUT=900 seconds any single loadgen run may take
 #   BENCH_ENGINE=raw       loadgen engine, passed as --engine to every loadgen
 #                          run: raw, threads or multi (see bench/README.md)
@@ -40,9 +45,12 @@ LIST_NS=benchlist
 say() { printf '== %s\n' "$*" >&2; }
 die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
 wants() { [[ " $TARGETS " == *" $1 "* ]]; }
+wants_pg() { wants agenthub-pg || wants agenthub-pg3; }
+wants_hub() { wants agenthub || wants_pg; }
 
 for t in $TARGETS; do
-	[[ $t == agenthub || $t == etcd ]] || die "unknown target '$t' in BENCH_TARGETS"
+	[[ $t == agenthub || $t == agenthub-pg || $t == agenthub-pg3 || $t == etcd ]] ||
+		die "unknown target '$t' in BENCH_TARGETS (agenthub, agenthub-pg, agenthub-pg3, etcd)"
 done
 [[ $ENGINE == threads || $ENGINE == multi || $ENGINE == raw ]] ||
 	die "unknown BENCH_ENGINE '$ENGINE' (want threads, multi or raw)"
@@ -69,7 +77,8 @@ if command -v cc >/dev/null && ! echo '#include <openssl/ssl.h>' | cc -E - >/dev
 	missing+=(libssl-dev)
 fi
 if wants etcd && ! command -v etcd >/dev/null; then missing+=(etcd-server); fi
-if wants agenthub; then
+if wants_pg && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then missing+=(postgresql); fi
+if wants_hub; then
 	command -v meson >/dev/null || missing+=(meson)
 	command -v ninja >/dev/null || missing+=(ninja-build)
 fi
@@ -84,7 +93,7 @@ fi
 # ---- build ----
 
 mkdir -p "$BUILD"
-if wants agenthub; then
+if wants_hub; then
 	[[ -f $BUILD/build.ninja ]] || meson setup "$BUILD" >&2
 	ninja -C "$BUILD" >&2
 	[[ -x $BUILD/agenthub ]] || die "$BUILD/agenthub was not built"
@@ -96,7 +105,8 @@ cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror bench/loadgen.c \
 # ---- servers ----
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/agenthub-bench.XXXXXX")
-AH_PID=
+HUB_PIDS=()
+PG_PID=
 ETCD_PID=
 FAILED=0
 
@@ -113,9 +123,10 @@ stop_pid() {
 }
 
 cleanup() {
-	local rc=$?
-	stop_pid "$AH_PID"
+	local rc=$? p
+	for p in "${HUB_PIDS[@]}"; do stop_pid "$p"; done
 	stop_pid "$ETCD_PID"
+	stop_pid "$PG_PID"
 	if [[ ${BENCH_KEEP:-0} == 1 || $rc != 0 ]]; then
 		say "data and logs kept in $WORK"
 	else
@@ -126,15 +137,18 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Asks the kernel for distinct free loopback ports (held open together so
-# they differ); a port can still be taken before the server binds it, which
-# then shows up as a failed start.
-read -r AH_PORT ETCD_PORT ETCD_PEER_PORT < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(3)]
+# free_ports N: N distinct free loopback ports (held open together so they
+# differ); a port can still be taken before the server binds it, which then
+# shows up as a failed start.
+free_ports() {
+	python3 -c '
+import socket, sys
+s = [socket.socket() for _ in range(int(sys.argv[1]))]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*(x.getsockname()[1] for x in s))
-')
+' "$1"
+}
+read -r ETCD_PORT ETCD_PEER_PORT PG_PORT < <(free_ports 3)
 
 # wait_for NAME PID LOG SECONDS COMMAND...: polls COMMAND until it succeeds.
 wait_for() {
@@ -152,30 +166,66 @@ wait_for() {
 	die "$name did not become ready within ${secs}s (log: $log)"
 }
 
+# PostgreSQL for agenthub-pg and agenthub-pg3: a fresh cluster on $WORK/pg,
+# on loopback, fsync on (as durable as the SQLite hub and etcd); as the
+# postgres user when run as root (the server refuses root).
+declare -A URL CA TOKEN
+if wants_pg; then
+	PGBIN=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -1)")
+	asdb=()
+	if [[ $(id -u) == 0 ]]; then
+		asdb=(runuser -u postgres --)
+		mkdir -p "$WORK/pg" && chown postgres: "$WORK/pg" && chmod 755 "$WORK"
+	fi
+	"${asdb[@]}" "$PGBIN/initdb" -D "$WORK/pg/data" -A trust -U postgres -E UTF8 >"$WORK/initdb.log" 2>&1 ||
+		die "initdb failed (log: $WORK/initdb.log)"
+	say "starting PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT (data $WORK/pg)"
+	"${asdb[@]}" "$PGBIN/postgres" -D "$WORK/pg/data" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
+		-c unix_socket_directories="$WORK/pg" -c max_connections=500 >"$WORK/postgres.log" 2>&1 &
+	PG_PID=$!
+	wait_for postgres "$PG_PID" "$WORK/postgres.log" 60 "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"
+	for db in pg pg3; do
+		"$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "CREATE DATABASE bench_$db" postgres
+	done
+fi
+
+# start_hub NAME DIR [ARGS...]: an agenthub on a free port; fills URL, CA and
+# TOKEN for NAME.
+start_hub() {
+	local name=$1 dir=$2 port
+	shift 2
+	port=$(free_ports 1)
+	mkdir -p "$dir"
+	say "starting $name on 127.0.0.1:$port (data $dir)"
+	"$BUILD/agenthub" serve --data-dir "$dir" --listen "127.0.0.1:$port" "$@" \
+		>"$WORK/$name.log" 2>&1 &
+	HUB_PIDS+=($!)
+	wait_for "$name" "$!" "$WORK/$name.log" 30 test -s "$dir/kubeconfig"
+	CA[$name]=$dir/ca.crt
+	TOKEN[$name]=$dir/admin.token
+	[[ -s ${CA[$name]} && -s ${TOKEN[$name]} ]] || die "no CA or token found in $dir"
+	URL[$name]=https://127.0.0.1:$port
+	wait_for "$name" "$!" "$WORK/$name.log" 30 \
+		curl -sf --cacert "${CA[$name]}" -H "Authorization: Bearer $(cat "${TOKEN[$name]}")" "${URL[$name]}/version"
+}
+
 if wants agenthub; then
-	AH_DIR=$WORK/agenthub
-	mkdir -p "$AH_DIR"
-	say "starting agenthub on 127.0.0.1:$AH_PORT (data $AH_DIR)"
-	"$BUILD/agenthub" serve --data-dir "$AH_DIR" --listen "127.0.0.1:$AH_PORT" \
-		>"$WORK/agenthub.log" 2>&1 &
-	AH_PID=$!
-	wait_for agenthub "$AH_PID" "$WORK/agenthub.log" 30 test -s "$AH_DIR/kubeconfig"
-	# The daemon writes ca.crt and admin.token next to the kubeconfig; the
-	# kubeconfig is the fallback so a layout change does not break the bench.
-	AH_CA=$AH_DIR/ca.crt
-	if [[ ! -s $AH_CA ]]; then
-		AH_CA=$WORK/ca.crt
-		grep -m1 'certificate-authority-data:' "$AH_DIR/kubeconfig" | awk '{print $2}' | base64 -d >"$AH_CA"
-	fi
-	AH_TOKEN=$AH_DIR/admin.token
-	if [[ ! -s $AH_TOKEN ]]; then
-		AH_TOKEN=$WORK/token
-		(umask 077 && grep -m1 '^ *token:' "$AH_DIR/kubeconfig" | awk '{print $2}' | tr -d '"' >"$AH_TOKEN")
-	fi
-	[[ -s $AH_CA && -s $AH_TOKEN ]] || die "no CA or token found in $AH_DIR"
-	AH_URL=https://127.0.0.1:$AH_PORT
-	wait_for agenthub "$AH_PID" "$WORK/agenthub.log" 30 \
-		curl -sf --cacert "$AH_CA" -H "Authorization: Bearer $(cat "$AH_TOKEN")" "$AH_URL/version"
+	start_hub agenthub "$WORK/agenthub"
+fi
+if wants agenthub-pg; then
+	start_hub agenthub-pg "$WORK/agenthub-pg" --store "postgres://postgres@127.0.0.1:$PG_PORT/bench_pg"
+fi
+if wants agenthub-pg3; then
+	pg3=postgres://postgres@127.0.0.1:$PG_PORT/bench_pg3
+	start_hub agenthub-pg3-0 "$WORK/pg3-0" --store "$pg3"
+	for i in 1 2; do
+		# Replicas share the first one's credentials (README: several replicas).
+		mkdir -p "$WORK/pg3-$i"
+		for f in ca.crt ca.key sa.key admin.token jwt-ec.key; do
+			[[ -f $WORK/pg3-0/$f ]] && cp -p "$WORK/pg3-0/$f" "$WORK/pg3-$i/$f"
+		done
+		start_hub "agenthub-pg3-$i" "$WORK/pg3-$i" --store "$pg3"
+	done
 fi
 
 if wants etcd; then
@@ -202,23 +252,57 @@ mkdir -p "$(dirname "$OUT")"
 	echo "# BENCH_N=$N BENCH_CONC=\"$CONCS\" BENCH_LIST_N=$LIST_N BENCH_LIST_REPEAT=$LIST_REPEAT BENCH_ENGINE=$ENGINE"
 } | tee "$OUT"
 
-# loadgen TARGET OP CONC ARGS...: runs loadgen against TARGET, bounded in time.
+# loadgen TARGET OP CONC ARGS...: runs loadgen against TARGET (a hub's name
+# or etcd), bounded in time; its line names TARGET.
 loadgen() {
 	local t=$1 op=$2 c=$3
 	shift 3
-	local args=(--target "$t" --op "$op" --conc "$c" --max-seconds "$STEP_TIMEOUT" --engine "$ENGINE")
-	if [[ $t == agenthub ]]; then
-		args+=(--url "$AH_URL" --cacert "$AH_CA" --token-file "$AH_TOKEN")
+	local args=(--op "$op" --conc "$c" --max-seconds "$STEP_TIMEOUT" --engine "$ENGINE")
+	if [[ $t == etcd ]]; then
+		args+=(--target etcd --url "$ETCD_URL")
 	else
-		args+=(--url "$ETCD_URL")
+		args+=(--target agenthub --url "${URL[$t]}" --cacert "${CA[$t]}" --token-file "${TOKEN[$t]}")
 	fi
-	timeout $((STEP_TIMEOUT + 60)) "$LOADGEN" "${args[@]}" "$@"
+	timeout $((STEP_TIMEOUT + 60)) "$LOADGEN" "${args[@]}" "$@" | sed "s/^target=agenthub /target=$t /"
+}
+
+# loadgen3 OP CONC --namespace NS --n N --base B [--keys K]: one run split
+# over the three agenthub-pg3 replicas (CONC/3 clients and N/3 objects each,
+# in parallel); one combined line: ops/s summed, p50/p99 the worst.
+loadgen3() {
+	local op=$1 c=$2 ns=$4 n=$6 base=$8 keys=${10:-} i pids=() rc=0
+	local c3=$(((c + 2) / 3)) n3=$((n / 3))
+	for i in 0 1 2; do
+		local extra=()
+		[[ -n $keys ]] && extra=(--keys "$n3")
+		loadgen "agenthub-pg3-$i" "$op" "$c3" --namespace "$ns" --n "$n3" \
+			--base $((base + i * n3)) "${extra[@]}" >"$WORK/lg3-$i.out" &
+		pids+=($!)
+	done
+	for i in 0 1 2; do wait "${pids[$i]}" || rc=1; done
+	awk -v conc="$c" '
+	function field(line, name,   i, k, kv) {
+		k = split(line, kv, " ")
+		for (i = 1; i <= k; i++)
+			if (index(kv[i], name "=") == 1)
+				return substr(kv[i], length(name) + 2)
+		return ""
+	}
+	/^target=/ { m++; op = field($0, "op"); n += field($0, "n"); ops += field($0, "ops/s")
+		if (field($0, "p50_ms") + 0 > p50) p50 = field($0, "p50_ms") + 0
+		if (field($0, "p99_ms") + 0 > p99) p99 = field($0, "p99_ms") + 0
+		err += field($0, "errors"); if ($0 ~ / FAILED/) bad = 1 }
+	END { if (m != 3) exit 1
+		printf "target=agenthub-pg3 op=%s conc=%s n=%d ops/s=%.0f p50_ms=%.2f p99_ms=%.2f errors=%d replicas=3%s\n",
+			op, conc, n, ops, p50, p99, err, bad ? " FAILED" : "" }' "$WORK"/lg3-[012].out || return 1
+	return $rc
 }
 
 # lg TARGET OP CONC ARGS...: one measured loadgen run; its line goes to $OUT.
 lg() {
-	local t=$1 op=$2 c=$3 line
-	if line=$(loadgen "$@"); then
+	local t=$1 op=$2 c=$3 line run=loadgen
+	[[ $t == agenthub-pg3 ]] && { run=loadgen3; shift; }
+	if line=$($run "$@"); then
 		echo "$line" | tee -a "$OUT"
 	else
 		FAILED=1
@@ -240,9 +324,16 @@ for t in $TARGETS; do
 	say "$t: creating $LIST_N Agents in namespace $LIST_NS for the list step (not in the table)"
 	# The objects for the list live in their own namespace so each list
 	# returns exactly LIST_N items, whatever ran before.
-	line=$(loadgen "$t" create 16 --namespace "$LIST_NS" --n "$LIST_N") || FAILED=1
+	lt=$t
+	[[ $t == agenthub-pg3 ]] && lt=agenthub-pg3-0   # the list step: one replica
+	line=$(loadgen "$lt" create 16 --namespace "$LIST_NS" --n "$LIST_N") || FAILED=1
 	echo "setup: ${line:-loadgen could not run}" >&2
-	lg "$t" list 1 --namespace "$LIST_NS" --n "$LIST_REPEAT" --expect-items "$LIST_N"
+	if line=$(loadgen "$lt" list 1 --namespace "$LIST_NS" --n "$LIST_REPEAT" --expect-items "$LIST_N"); then
+		echo "${line/target=$lt /target=$t }" | tee -a "$OUT"
+	else
+		FAILED=1
+		echo "${line:-target=$t op=list conc=1 n=0 FAILED (loadgen could not run, see stderr)}" | tee -a "$OUT"
+	fi
 done
 
 # ---- comparison ----
@@ -258,17 +349,22 @@ function field(line, name,   i, n, kv) {
 }
 function ratio(a, b) { return (b + 0 > 0 && a != "") ? sprintf("%.2f", a / b) : "-" }
 /^target=/ {
-	t = field($0, "target"); k = field($0, "op") " " field($0, "conc")
+	t = field($0, "target"); k = field($0, "op") " " field($0, "conc"); present[t] = 1
 	if (!(k in seen)) { seen[k] = 1; order[++nk] = k }
 	ops[t, k] = field($0, "ops/s"); p50[t, k] = field($0, "p50_ms"); p99[t, k] = field($0, "p99_ms")
 	if ($0 ~ / FAILED/) bad[t, k] = 1
 }
 END {
+	na = split("agenthub agenthub-pg agenthub-pg3", targets, " ")
+	for (ti = 1; ti <= na; ti++) {
+	a = targets[ti]
+	if (!(a in present)) continue
+	printf "\n%s vs etcd\n", a
 	printf "%-7s %5s | %12s %12s %6s | %9s %9s %6s | %9s %9s %6s\n", "op", "conc",
 		"agenthub/s", "etcd/s", "ratio", "ah p50ms", "etcd p50", "ratio", "ah p99ms", "etcd p99", "ratio"
 	for (i = 1; i <= nk; i++) {
 		k = order[i]; split(k, kc, " ")
-		a = "agenthub"; e = "etcd"
+		e = "etcd"
 		note = ""
 		if (bad[a, k] || bad[e, k]) note = "  FAILED RUN, DO NOT USE"
 		else if (kc[1] == "patch" && ((e, k) in ops)) note = "  (etcd: range+put, 2 calls)"
@@ -276,6 +372,7 @@ END {
 			ops[a, k], ops[e, k], ratio(ops[a, k], ops[e, k]),
 			p50[a, k], p50[e, k], ratio(p50[a, k], p50[e, k]),
 			p99[a, k], p99[e, k], ratio(p99[a, k], p99[e, k]), note
+	}
 	}
 	print "ratio = agenthub / etcd: above 1 for ops/s means agenthub is faster; below 1 for latency means agenthub is faster."
 }' "$OUT" | tee -a "$OUT"

@@ -2,14 +2,20 @@
 # Run every test against one build directory: the cmocka unit tests through
 # Meson, then the end-to-end suite (pytest driving the real daemon with the
 # real kubectl).  Ends with the line "N passed, N failed".
+# `run-tests.sh BUILD e2e` runs only the end-to-end suite (make test-pg, with
+# AGENTHUB_STORE=postgres).
 set -uo pipefail
 build=${1:-build}
+only=${2:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 logdir=$build/test-logs
 mkdir -p "$logdir"
+# e2e.log, or e2e-postgres.log for the PostgreSQL run.
+e2elog=e2e${AGENTHUB_STORE:+-$AGENTHUB_STORE}
 
 unit_pass=0 unit_fail=0
+if [ "$only" != e2e ]; then
 meson test -C "$build" --print-errorlogs > "$logdir/unit.log" 2>&1
 unit_rc=$?
 cat "$logdir/unit.log" | grep -E '^ *[0-9]+/[0-9]+ ' || true
@@ -23,14 +29,15 @@ fi
 if [ "$unit_fail" -ne 0 ]; then
 	sed -n '/^==* .* ==*$/,$p' "$logdir/unit.log" | tail -80
 fi
+fi
 
 # Progress as the tests run: one line per test file (its passes and
 # failures, and how far the whole run is), each failing test as it fails;
 # then the end of the log (the failures' details and the summary).  The whole
-# output, one line per test, is in $logdir/e2e.log.
-echo "end-to-end tests (about 10 minutes on an idle 2-core machine; log: $logdir/e2e.log)"
+# output, one line per test, is in $logdir/$e2elog.log.
+echo "end-to-end tests${AGENTHUB_STORE:+ (store: $AGENTHUB_STORE)} (about 10 minutes on an idle 2-core machine; log: $logdir/$e2elog.log)"
 AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -u -m pytest -v -p no:cacheprovider \
-	--junitxml="$logdir/e2e.xml" tests/e2e 2>&1 | tee "$logdir/e2e.log" | awk '
+	--junitxml="$logdir/$e2elog.xml" tests/e2e 2>&1 | tee "$logdir/$e2elog.log" | awk '
 	function flush() {
 		if (file != "")
 			printf "  %-32s %3d passed, %d failed, %d skipped  %s\n", file, pass, fail, skip, pct
@@ -46,12 +53,12 @@ AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -u -m pytest -v -p no:cach
 		else { fail++; print "    FAILED " $1; fflush() }
 	}
 	END { flush() }'
-if grep -qE '^=+ (FAILURES|ERRORS) =+$' "$logdir/e2e.log"; then
-	sed -n -E '/^=+ (FAILURES|ERRORS) =+$/,$p' "$logdir/e2e.log" | tail -80
+if grep -qE '^=+ (FAILURES|ERRORS) =+$' "$logdir/$e2elog.log"; then
+	sed -n -E '/^=+ (FAILURES|ERRORS) =+$/,$p' "$logdir/$e2elog.log" | tail -80
 else
-	tail -1 "$logdir/e2e.log"
+	tail -1 "$logdir/$e2elog.log"
 fi
-e2e=$(/usr/bin/python3 - "$logdir/e2e.xml" <<'PY'
+e2e=$(/usr/bin/python3 - "$logdir/$e2elog.xml" <<'PY'
 import sys, xml.etree.ElementTree as ET
 try:
     root = ET.parse(sys.argv[1]).getroot()

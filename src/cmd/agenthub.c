@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "assisted/progress.h"
+#include "base/util.h"
 #include "base/cli.h"
 #include "base/hubmetrics.h"
 #include "api/api.h"
@@ -277,6 +279,7 @@ static void usage_main(FILE *f)
 		"\n"
 		"commands:\n"
 		"  serve      run the hub (the Kubernetes API on an embedded store); see agenthub serve --help\n"
+		"  migrate    copy a stopped hub's SQLite store into an empty PostgreSQL database\n"
 		"  version    print the version and the git revision this binary was built from\n"
 		"  help       this text\n"
 		"\n"
@@ -295,7 +298,8 @@ static void usage(FILE *f)
 		"options:\n"
 		"  --data-dir DIR        where the store, credentials and kubeconfig live (default ./data)\n"
 		"  --listen HOST:PORT    HTTPS address (default 127.0.0.1:6443)\n"
-		"  --store URL           sqlite (default: DIR/agenthub.db) or a path to a database file\n"
+		"  --store URL           sqlite (default: DIR/agenthub.db), a path to a database file,\n"
+		"                        or postgres://USER@HOST:PORT/DB?sslmode=... (several replicas)\n"
 		"  --event-log-keep N    events kept for watches before compaction (default 100000)\n"
 		"  --max-body-bytes N    largest accepted request body (default 3145728)\n"
 		"  --object-cache-bytes N\n"
@@ -626,8 +630,9 @@ static int serve(int argc, char **argv)
 	struct kubeapi_opts kao = { 0 };
 	struct http_server_opts hso = { 0 };
 	struct app app = { 0 };
-	char host[256], db[4096], kubeconfig[4096], url[512], addr[300];
-	const char *hosts[2];
+	char host[256], db[4096], db_shown[4096], kubeconfig[4096], url[512], addr[300];
+	const char *hosts[3];
+	char svc_host[256] = "";
 	struct sigaction sa;
 	sigset_t stop_signals, wait_mask;
 	ah_err err;
@@ -668,6 +673,20 @@ static int serve(int argc, char **argv)
 	listen_host(o.listen, host, sizeof(host));
 	hosts[0] = host;
 	hosts[1] = NULL;
+	/* The serving certificate also names the --service-url host: replicas
+	 * behind one balancer address each present a certificate for it. */
+	if (o.service_url && strstr(o.service_url, "://")) {
+		const char *a = strstr(o.service_url, "://") + 3;
+
+		if (*a == '[')
+			snprintf(svc_host, sizeof(svc_host), "%.*s", (int)strcspn(a + 1, "]"), a + 1);
+		else
+			snprintf(svc_host, sizeof(svc_host), "%.*s", (int)strcspn(a, ":/?#"), a);
+		if (svc_host[0]) {
+			hosts[1] = svc_host;
+			hosts[2] = NULL;
+		}
+	}
 	r = creds_load_or_create(o.data_dir, hosts, &creds, &err);
 	if (r < 0) {
 		log_error("credentials in %s: %s", o.data_dir, err.message);
@@ -677,6 +696,8 @@ static int serve(int argc, char **argv)
 		snprintf(db, sizeof(db), "%s", o.store_url);
 	else
 		snprintf(db, sizeof(db), "%s/agenthub.db", o.data_dir);
+	/* A PostgreSQL URL may carry a password: logs show it redacted. */
+	store_url_redact(db, db_shown, sizeof(db_shown));
 	so.event_log_keep = o.event_log_keep;
 	so.sync_full = 1;
 	so.cache_bytes = o.cache_bytes;
@@ -696,6 +717,9 @@ static int serve(int argc, char **argv)
 					  "Stop here and restore the file from a backup (or run `sqlite3 %s .recover` into a new "
 					  "file and put that in its place); moving it aside starts an empty store",
 					  db, db);
+			else if (store_url_is_postgres(db))
+				log_error("cannot open the store %s: %s%s%s", db_shown, strerror(-r),
+					  *store_open_error() ? ": " : "", store_open_error());
 			else
 				log_error("cannot open the store %s: %s", db, strerror(-r));
 			goto out_creds;
@@ -740,6 +764,48 @@ static int serve(int argc, char **argv)
 		hc.default_iso = iso;
 		hc.event_rate_limits = o.event_rate_limits;
 		hc.host_disconnect_timeout_s = o.timeouts.disconnect_s < INT_MAX ? (int)o.timeouts.disconnect_s : INT_MAX;
+		/* Replicas on one PostgreSQL database elect the one that runs the
+		 * controllers.  Identity: <hostname>_<id>, the id kept in
+		 * DIR/replica.id so that a replica restarted on its data directory
+		 * knows the Lease it held as its own (no 15 s wait); so each
+		 * replica needs its own data directory. */
+		char ident[400], hn[256] = "agenthub", rid[40] = "";
+
+		if (store_url_is_postgres(db)) {
+			char idp[4200];
+			ssize_t got;
+			int fd;
+
+			gethostname(hn, sizeof(hn) - 1);
+			snprintf(idp, sizeof(idp), "%s/replica.id", o.data_dir);
+			/* Held (flock) for the life of the process, never closed:
+			 * two processes on one data directory would share one
+			 * identity and both think they lead. */
+			fd = open(idp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+			if (fd < 0) {
+				log_error("cannot open %s: %s", idp, strerror(errno));
+				goto out_ka;
+			}
+			if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+				log_error("cannot use the data directory %s: another agenthub process is using it",
+					  o.data_dir);
+				close(fd);
+				goto out_ka;
+			}
+			got = pread(fd, rid, sizeof(rid) - 1, 0);
+			rid[got > 0 ? got : 0] = '\0';
+			rid[strcspn(rid, "\n")] = '\0';
+			if (strlen(rid) != 16 || strspn(rid, "0123456789abcdef") != 16) {
+				if (util_random_hex(rid, 8) < 0 || ftruncate(fd, 0) < 0 ||
+				    pwrite(fd, rid, 16, 0) != 16 || pwrite(fd, "\n", 1, 16) != 1 || fsync(fd) < 0) {
+					log_error("cannot write %s: %s", idp, strerror(errno));
+					goto out_ka;
+				}
+			}
+			snprintf(ident, sizeof(ident), "%s_%s", hn, rid);
+			hc.leader_elect = true;
+			hc.leader_identity = ident;
+		}
 		/* Before the hub starts its threads: they read it from then on. */
 		host_timeouts_configure(&o.timeouts);
 		r = hub_new(api, &hc, &app.hub, &err);
@@ -808,7 +874,7 @@ static int serve(int argc, char **argv)
 		log_error("writing %s: %s", kubeconfig, err.message);
 		goto out_srv;
 	}
-	log_info("agenthub serving the Kubernetes API on %s (store %s, revision %lld)", url, db,
+	log_info("agenthub serving the Kubernetes API on %s (store %s, revision %lld)", url, db_shown,
 		 (long long)store_current_rev(kube_api_store(api)));
 	{
 		char abs[4096];
@@ -844,6 +910,104 @@ out_creds:
 	return rc;
 }
 
+static void usage_migrate(FILE *f)
+{
+	fprintf(f,
+		"usage: agenthub migrate --from sqlite:DIR/agenthub.db --to postgres://USER@HOST:PORT/DB?sslmode=...\n"
+		"\n"
+		"Copies every object of a hub's store into an empty PostgreSQL database (the schema is\n"
+		"created), keeping each object's resourceVersion, in one transaction.  The hub must be\n"
+		"stopped; afterwards start it (and more replicas) with --store postgres://...\n"
+		"\n"
+		"options:\n"
+		"  --from URL   the source store (a SQLite file, \"sqlite:\" prefix optional)\n"
+		"  --to URL     the target PostgreSQL database; must hold no agenthub objects\n"
+		"  -h, --help   this text\n");
+}
+
+static int cmd_migrate(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "from", required_argument, NULL, 'f' },
+		{ "to", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *from = NULL, *to = NULL;
+	char from_shown[4096], to_shown[4096];
+	store *src = NULL, *dst = NULL;
+	size_t n = 0;
+	int64_t rev = 0;
+	int c, r;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f': from = optarg; break;
+		case 't': to = optarg; break;
+		case 'h': usage_migrate(stdout); return 0;
+		default:
+			cli_option_error(stderr, "agenthub migrate", c, argv, longopts);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "agenthub migrate: unexpected argument: %s (see agenthub migrate --help)\n",
+			argv[optind]);
+		return 2;
+	}
+	if (!from || !to) {
+		fprintf(stderr, "agenthub migrate: --%s is required (see agenthub migrate --help)\n",
+			from ? "to" : "from");
+		return 2;
+	}
+	store_url_redact(from, from_shown, sizeof(from_shown));
+	store_url_redact(to, to_shown, sizeof(to_shown));
+	if (store_url_is_postgres(from)) {
+		fprintf(stderr, "agenthub migrate: --from: %s is PostgreSQL; the source must be a SQLite store\n",
+			from_shown);
+		return 2;
+	}
+	if (!store_url_is_postgres(to)) {
+		fprintf(stderr, "agenthub migrate: --to: %s is not a postgres:// URL\n", to_shown);
+		return 2;
+	}
+	if (access(from + (strncmp(from, "sqlite:", 7) == 0 ? 7 : 0), R_OK) < 0) {
+		fprintf(stderr, "agenthub migrate: --from: %s: %s\n", from_shown, strerror(errno));
+		return 1;
+	}
+	r = store_open(from, NULL, &src);
+	if (r < 0) {
+		fprintf(stderr, "agenthub migrate: cannot open %s: %s\n", from_shown,
+			r == -EBUSY ? "an agenthub process is using it (stop the hub first)" : strerror(-r));
+		return 1;
+	}
+	r = store_open(to, NULL, &dst);
+	if (r < 0) {
+		fprintf(stderr, "agenthub migrate: cannot open %s: %s%s%s\n", to_shown, strerror(-r),
+			*store_open_error() ? ": " : "", store_open_error());
+		store_close(src);
+		return 1;
+	}
+	r = store_copy_into(dst, src, &n, &rev);
+	store_close(dst);
+	store_close(src);
+	if (r == -ENOTEMPTY) {
+		fprintf(stderr, "agenthub migrate: %s already holds agenthub objects; migrate only into an "
+			"empty database (nothing was copied)\n", to_shown);
+		return 1;
+	}
+	if (r < 0) {
+		fprintf(stderr, "agenthub migrate: copying into %s failed (nothing was copied): %s\n", to_shown,
+			strerror(-r));
+		return 1;
+	}
+	printf("migrated %zu objects at revision %lld from %s to %s\n", n, (long long)rev, from_shown,
+	       to_shown);
+	return 0;
+}
+
 static int cmd_version(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -860,7 +1024,7 @@ static int cmd_version(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	static const char *const commands[] = { "serve", "version", "help", NULL };
+	static const char *const commands[] = { "serve", "migrate", "version", "help", NULL };
 	const char *hint;
 
 	if (argc < 2) {
@@ -869,6 +1033,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "serve") == 0)
 		return serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "migrate") == 0)
+		return cmd_migrate(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)
 		return cmd_version(argc - 1, argv + 1);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
@@ -891,6 +1057,6 @@ int main(int argc, char **argv)
 	if (hint)
 		fprintf(stderr, "agenthub: unknown command %s; did you mean %s?\n", argv[1], hint);
 	else
-		fprintf(stderr, "agenthub: unknown command %s (commands: serve, version, help)\n", argv[1]);
+		fprintf(stderr, "agenthub: unknown command %s (commands: serve, migrate, version, help)\n", argv[1]);
 	return 2;
 }

@@ -577,6 +577,13 @@ static int64_t checkin_step_s(const struct hub *h)
 {
 	int64_t s = h->cfg.host_disconnect_timeout_s / 4;
 
+	/* With replicas the leader reads this record to learn of check-ins
+	 * that reached another replica (checked_in_elsewhere()): keep it
+	 * fresher, so a host is never found disconnected more than 15 s
+	 * early. */
+	if (h->cfg.leader_elect && s > 15)
+		s = 15;
+
 	return s > 0 ? s : 1;
 }
 
@@ -1338,6 +1345,36 @@ int hub_host_sync(struct hub *h, const json_t *agent, const json_t *host)
  * the lock only the due ids are collected, from the head of the active
  * list (at most SWEEP_MAX_PER_TICK a tick; the rest wait a tick), so a
  * sweep never stalls the requests of live hosts. */
+/* Several replicas (cfg.leader_elect): the host may have been calling
+ * another replica, which keeps the check-in time in the host's state record
+ * (state_persist()).  When that record is recent enough, the host is not
+ * disconnected: take the time over and put its lease back among the active
+ * ones.  true when it was so. */
+static bool checked_in_elsewhere(struct hub *h, const json_t *agent, const char *ns, const char *id,
+				 int64_t now)
+{
+	json_t *rec = state_read(h, agent);
+	int64_t cin = rec ? json_integer_value(json_object_get(rec, "checkedInAt")) : 0;
+	struct host_lease *l;
+	bool back = false;
+
+	json_decref(rec);
+	if (cin <= 0 || now - cin > h->cfg.host_disconnect_timeout_s)
+		return false;
+	pthread_mutex_lock(&h->lock);
+	l = lease_find(h, ns, id);
+	if (l && l->swept && cin > l->checked_in_at) {
+		list_unlink(&h->lease_quiet, l);
+		l->checked_in_at = cin;
+		l->saved_checked_in_at = cin;
+		l->swept = false;
+		list_append(&h->lease_active, l);
+		back = true;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return back;
+}
+
 void hub_check_disconnected(struct hub *h)
 {
 	int64_t now = time(NULL);
@@ -1364,6 +1401,10 @@ void hub_check_disconnected(struct hub *h)
 
 		if (kube_get(h->api, h->k_agent, ns, id, &agent, &err) < 0)
 			continue;
+		if (h->cfg.leader_elect && checked_in_elsewhere(h, agent, ns, id, now)) {
+			json_decref(agent);
+			continue;
+		}
 		host = hub_host_of(h, agent, json_string_value(json_array_get(d, 2)), LEASE_KEEP);
 		if (host)
 			host_pass(h, agent, host, true);

@@ -109,6 +109,7 @@ struct hub {
 	/* The controller runtime and the controllers registered with it
 	 * (each file registers its own: hub_*_register()). */
 	struct rt *rt;
+	struct leader *leader;     /* cfg.leader_elect: the elector (leader.c) */
 	struct rt_controller *c_infraenv, *c_agent, *c_cd, *c_aci;
 	const struct kube_kind *k_cd, *k_aci, *k_imageset;
 

@@ -5,6 +5,7 @@
  * level-triggered loop that writes only what differs, so its own writes
  * come back as events that reconcile to nothing. */
 #include "hub-internal.h"
+#include "controllers/leader.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -516,6 +517,27 @@ static int start_controllers(struct hub *h)
 	return r;
 }
 
+/* Leader election (cfg.leader_elect): the elector's thread starts the
+ * controllers once this replica holds the Lease.  Losing it, or failing to
+ * start them, ends the process (as controller-runtime's manager does): a
+ * replica that may no longer be the only one acting must stop at once; its
+ * supervisor restarts it as a candidate. */
+static void leader_started(void *ctx)
+{
+	int r = start_controllers(ctx);
+
+	if (r < 0) {
+		log_error("cannot start the controllers: %s", strerror(-r));
+		_exit(1);
+	}
+}
+
+static void leader_lost(void *ctx)
+{
+	log_error("leader election lost: exiting so that the new leader runs the controllers alone");
+	_exit(1);
+}
+
 int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret, ah_err *err)
 {
 	struct hub *h = calloc(1, sizeof(*h));
@@ -549,8 +571,19 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 		r = jwt_keys_load_or_create(cfg->data_dir, &h->keys, err);
 	if (r == 0)
 		r = hub_admission_register(h, err);
-	if (r == 0 && (r = start_controllers(h)) < 0)
+	if (r == 0 && h->cfg.leader_elect) {
+		struct leader_config lc = {
+			.ns = "kube-system", .name = "agenthub-controllers",
+			.identity = cfg->leader_identity ? cfg->leader_identity : "agenthub",
+			.started = leader_started, .lost = leader_lost, .ctx = h,
+		};
+
+		if ((r = leader_start(api, &lc, &h->leader)) < 0)
+			r = ah_err_set(err, -r, 500, "InternalError", "cannot start leader election: %s",
+				       strerror(-r));
+	} else if (r == 0 && (r = start_controllers(h)) < 0) {
 		r = ah_err_set(err, -r, 500, "InternalError", "cannot start the controllers: %s", strerror(-r));
+	}
 	if (r < 0) {
 		hub_free(h);
 		return r;
@@ -565,6 +598,7 @@ void hub_free(struct hub *h)
 
 	if (!h)
 		return;
+	leader_stop(h->leader);
 	rt_free(h->rt);
 	hub_leases_release(h);
 	hub_os_images_stop(h);

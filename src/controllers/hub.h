@@ -26,6 +26,11 @@ struct hub_config {
 	int host_disconnect_timeout_s; /* default 180 */
 	int image_cooldown_s;          /* minimum seconds between regenerations, default 10 */
 	const char *event_rate_limits; /* upstream's EVENT_RATE_LIMITS JSON text; NULL = its defaults */
+	/* Several replicas on one store (PostgreSQL): only the holder of the
+	 * Lease kube-system/agenthub-controllers runs the controllers
+	 * (leader.h); the others serve the APIs.  identity names this one. */
+	bool leader_elect;
+	const char *leader_identity;
 };
 
 struct hub;

@@ -41,6 +41,8 @@ struct store_ops {
 	int64_t (*compact)(store *s, size_t keep);
 	uint64_t (*resource_stamp)(store *s, const char *resource);
 	void (*stats)(store *s, struct store_stats *ret);
+	/* Optional (NULL: -ENOTSUP): store_copy_into() with this as dst. */
+	int (*copy_from)(store *dst, store *src, size_t *ret_count, int64_t *ret_rev);
 };
 
 struct store {
@@ -50,6 +52,11 @@ struct store {
 /* Open the SQLite backend on a plain filesystem path (prefix already
  * stripped).  opts is never NULL here: store.c fills in the defaults. */
 int store__sqlite_open(const char *path, const struct store_options *opts, store **ret);
+
+/* Open the PostgreSQL backend (postgres.c, only when built with libpq) on a
+ * postgres:// URL, and the detail of its last open failure on this thread. */
+int store__pg_open(const char *url, const struct store_options *opts, store **ret);
+const char *store__pg_open_error(void);
 
 /* Test hook of the SQLite backend: when set, store_get() calls fn after a
  * cache miss read the object from SQLite (`read`, valid only during the

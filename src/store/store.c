@@ -2,6 +2,7 @@
  * then dispatch through the backend's ops table (see store-internal.h).
  * Which backend serves a store is decided once, by store_open() from the URL. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,11 +38,16 @@ int store_open(const char *url, const struct store_options *opts, store **ret)
 		if (o.event_log_keep == 0)
 			o.event_log_keep = EVENT_LOG_KEEP_DEFAULT;
 	}
-	/* The PostgreSQL backend (postgres.c, built only when libpq is found)
-	 * is not written yet.  Refusing the URL clearly beats silently
-	 * creating a SQLite file named "postgres:". */
-	if (has_prefix(url, "postgres://") || has_prefix(url, "postgresql://"))
+	/* PostgreSQL (postgres.c) is built only when libpq is found; without
+	 * it, refusing the URL clearly beats creating a SQLite file named
+	 * "postgres:". */
+	if (has_prefix(url, "postgres://") || has_prefix(url, "postgresql://")) {
+#ifdef HAVE_LIBPQ
+		return store__pg_open(url, &o, ret);
+#else
 		return -ENOTSUP;
+#endif
+	}
 	if (has_prefix(url, "sqlite://"))
 		path = url + strlen("sqlite://");
 	else if (has_prefix(url, "sqlite:"))
@@ -49,6 +55,59 @@ int store_open(const char *url, const struct store_options *opts, store **ret)
 	if (!*path)
 		return -EINVAL;
 	return store__sqlite_open(path, &o, ret);
+}
+
+const char *store_open_error(void)
+{
+#ifdef HAVE_LIBPQ
+	return store__pg_open_error();
+#else
+	return "";
+#endif
+}
+
+int store_url_is_postgres(const char *url)
+{
+	return url && (has_prefix(url, "postgres://") || has_prefix(url, "postgresql://"));
+}
+
+/* postgres://user:SECRET@host/db?password=SECRET&x=y: the user's password
+ * in the authority and any password= parameter become "xxxxx". */
+void store_url_redact(const char *url, char *buf, size_t size)
+{
+	const char *scheme, *auth, *at, *colon, *q;
+	size_t n = 0;
+
+	if (!size)
+		return;
+	buf[0] = '\0';
+	if (!url)
+		return;
+	if (!store_url_is_postgres(url)) {
+		snprintf(buf, size, "%s", url);
+		return;
+	}
+	scheme = strstr(url, "://");
+	auth = scheme + 3;
+	at = strpbrk(auth, "@/?");
+	colon = at && *at == '@' ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	if (colon)
+		n = (size_t)snprintf(buf, size, "%.*sxxxxx", (int)(colon + 1 - url), url);
+	else
+		n = 0;
+	for (q = colon ? at : url; *q && n < size; ) {
+		if ((q[0] == '?' || q[0] == '&') && strncmp(q + 1, "password=", 9) == 0) {
+			n += (size_t)snprintf(buf + n, size - n, "%.10sxxxxx", q);
+			q += 10;
+			q += strcspn(q, "&");
+			continue;
+		}
+		buf[n++] = *q++;
+		if (n < size)
+			buf[n] = '\0';
+	}
+	if (n >= size)
+		buf[size - 1] = '\0';
 }
 
 void store_close(store *s)
@@ -175,6 +234,15 @@ uint64_t store_resource_stamp(store *s, const char *resource)
 int64_t store_compact(store *s, size_t keep)
 {
 	return s->ops->compact(s, keep);
+}
+
+int store_copy_into(store *dst, store *src, size_t *ret_count, int64_t *ret_rev)
+{
+	if (!dst || !src || dst == src)
+		return -EINVAL;
+	if (!dst->ops->copy_from)
+		return -ENOTSUP;
+	return dst->ops->copy_from(dst, src, ret_count, ret_rev);
 }
 
 void store_stats(store *s, struct store_stats *ret)

@@ -88,14 +88,37 @@ struct store_options {
 };
 
 /* url: a filesystem path to the SQLite database file ("sqlite:" prefix
- * optional), or "postgres://..." when built with libpq (not yet: -ENOTSUP).
- * opts may be NULL.  The parent directory must exist; the file is created.
+ * optional), or a libpq URL "postgres://..." / "postgresql://..." (-ENOTSUP
+ * when built without libpq).  opts may be NULL.
+ *
+ * PostgreSQL (postgres.c): any number of processes may open one database at
+ * once; the guarantees above hold across all of them (one global revision,
+ * preconditions, durable acknowledged writes, -ERANGE once compacted), and
+ * store_wait() wakes on another process's write as soon as PostgreSQL
+ * delivers its NOTIFY (it also polls every 500 ms).  There is no object
+ * cache and no event ring (cache_* and event_ring_* options are ignored):
+ * every read asks PostgreSQL.  store_resource_stamp() changes on another
+ * process's write only once this process learns of it (as store_wait()
+ * does).  sync_full is the server's business (synchronous_commit).  Open
+ * errors: -ECONNREFUSED (cannot connect or log in), -EPROTO (schema newer
+ * than this build), -EIO; store_open_error() then says why.
+ *
+ * SQLite: the parent directory must exist; the file is created.
  * -EPROTO if the file is not a SQLite database or holds a schema version
  * this build does not know; -EUCLEAN if SQLite's PRAGMA quick_check finds
  * it damaged (it is checked at every open, before anything is served).
  * store_close() must not race with any other call on the same store. */
 int store_open(const char *url, const struct store_options *opts, store **ret);
 void store_close(store *s);
+
+/* Why the last store_open() on this thread failed, when the backend knows
+ * more than the errno (libpq's message; never the password); "" if not. */
+const char *store_open_error(void);
+/* 1 if url names a PostgreSQL database. */
+int store_url_is_postgres(const char *url);
+/* Copy url into buf (always NUL-terminated) with any password replaced by
+ * "xxxxx", for logs and error messages. */
+void store_url_redact(const char *url, char *buf, size_t size);
 
 /* The newest committed revision (0 for an empty store). */
 int64_t store_current_rev(store *s);
@@ -155,6 +178,14 @@ uint64_t store_resource_stamp(store *s, const char *resource);
 /* Drop events so at most opts.event_log_keep remain; done automatically
  * after commits, exposed for tests.  Returns the new compacted revision. */
 int64_t store_compact(store *s, size_t keep);
+
+/* Copy every object of src into dst, which must be empty (revision 0, no
+ * objects: else -ENOTEMPTY), keeping each object's revision and text, in one
+ * transaction: dst ends at src's revision with its event log compacted up to
+ * it (a watch from an older revision gets -ERANGE, i.e. relists).  From one
+ * snapshot of src.  dst must be PostgreSQL (else -ENOTSUP): `agenthub
+ * migrate`.  *ret_count and *ret_rev (may be NULL): objects copied, revision. */
+int store_copy_into(store *dst, store *src, size_t *ret_count, int64_t *ret_rev);
 
 /* Counters for metrics and tests; a snapshot, not a consistent cut. */
 struct store_stats {

@@ -8,6 +8,10 @@ its log holds no sanitizer report, so every test also checks clean shutdown.
 Environment:
   AGENTHUB_BUILD  build directory holding `agenthub` (default <repo>/build)
   KUBECTL         kubectl binary (default: the one on PATH)
+  AGENTHUB_STORE  "sqlite" (default) or "postgres": then one PostgreSQL server
+                  (pgserver.py, Debian's binaries) runs for the session and
+                  every hub gets its own database on it (`--store postgres://`);
+                  tests marked sqlite_only (they open the SQLite file) skip
 """
 
 import base64
@@ -28,10 +32,15 @@ import urllib.request
 
 import pytest
 
+import pgserver
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("AGENTHUB_BUILD") or REPO / "build")
 AGENTHUB = BUILD / "agenthub"
 KUBECTL = os.environ.get("KUBECTL") or shutil.which("kubectl")
+STORE = os.environ.get("AGENTHUB_STORE") or "sqlite"
+if STORE not in ("sqlite", "postgres"):
+    raise RuntimeError(f"AGENTHUB_STORE={STORE!r}: want sqlite or postgres")
 SHARED = REPO.parent / "shared"
 CONFORMANCE_DIR = SHARED / "conformance" / "upstream-crs"
 
@@ -117,6 +126,12 @@ class Hub:
         self.token = None
         self.cache_dir = self.log_dir / "kubectl-cache"
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # AGENTHUB_STORE=postgres: this hub's own database (made at first
+        # start, kept across restarts), unless the test names a store.
+        self.store_url = None
+        if STORE == "postgres" and not any(a == "--store" or a.startswith("--store=")
+                                           for a in self.extra_args):
+            self.store_url = pgserver.server().createdb()
 
     # ---- lifecycle ------------------------------------------------------
 
@@ -141,6 +156,8 @@ class Hub:
         log = open(self.log_path, "wb")
         cmd = [str(AGENTHUB), "serve", "--data-dir", str(self.data_dir),
                "--listen", f"127.0.0.1:{self.port}", *self.extra_args]
+        if self.store_url:
+            cmd += ["--store", self.store_url]
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
@@ -383,6 +400,20 @@ def b64(s):
 
 
 # ---- fixtures -----------------------------------------------------------
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "sqlite_only: reads or changes the SQLite file "
+                            "itself; skipped when AGENTHUB_STORE=postgres")
+
+
+def pytest_collection_modifyitems(config, items):
+    if STORE != "postgres":
+        return
+    skip = pytest.mark.skip(reason="opens the SQLite store file (AGENTHUB_STORE=postgres)")
+    for item in items:
+        if "sqlite_only" in item.keywords:
+            item.add_marker(skip)
 
 
 def _require_tools():

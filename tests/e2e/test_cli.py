@@ -67,7 +67,7 @@ def test_serve_help_names_new_flags():
 
 @pytest.mark.parametrize("argv,msg", [
     ([AGENTHUB, "serv"], "agenthub: unknown command serv; did you mean serve?"),
-    ([AGENTHUB, "frobnicate"], "agenthub: unknown command frobnicate (commands: serve, version, help)"),
+    ([AGENTHUB, "frobnicate"], "agenthub: unknown command frobnicate (commands: serve, migrate, version, help)"),
     ([AGENTHUB, "--verison"], "agenthub: unknown flag --verison; did you mean --version?"),
     ([AGENTHUB, "serve", "--lsten", "127.0.0.1:1"], "agenthub serve: unknown flag --lsten; did you mean --listen?"),
     ([AGENTHUB, "serve", "--data-dri=x"], "agenthub serve: unknown flag --data-dri; did you mean --data-dir?"),

@@ -188,7 +188,10 @@ def test_second_daemon_on_the_same_data_dir_is_refused(hub, tmp_path):
     kubeconfig_before = hub.kubeconfig.read_text()
     second = subprocess.run(
         [str(AGENTHUB), "serve", "--data-dir", str(hub.data_dir),
-         "--listen", f"127.0.0.1:{free_port()}"],
+         "--listen", f"127.0.0.1:{free_port()}",
+         # On PostgreSQL (AGENTHUB_STORE=postgres) the same database too:
+         # the data directory itself is what is refused.
+         *(["--store", hub.store_url] if hub.store_url else [])],
         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert second.returncode == 1
     assert "another agenthub process is using it" in second.stdout + second.stderr

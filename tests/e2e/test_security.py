@@ -6,6 +6,8 @@ API server and the upstream assisted-service have."""
 import json
 import time
 
+import pytest
+
 from conftest import HubStartError, status_shape, wait_for
 from test_discovery import NS, agent_api, fetch, setup_infraenv, simulated_host
 
@@ -301,6 +303,7 @@ def modes(data_dir):
     return {p.name: p.stat().st_mode & 0o7777 for p in data_dir.rglob("*") if p.is_file()}
 
 
+@pytest.mark.sqlite_only
 def test_data_dir_and_files_are_private(hub_factory):
     hub = hub_factory(start=False)
     d = hub.data_dir
@@ -331,6 +334,7 @@ def test_data_dir_and_files_are_private(hub_factory):
 # ---- 9. a corrupt store is refused at start ------------------------------------
 
 
+@pytest.mark.sqlite_only
 def test_corrupt_store_is_refused_at_start(hub_factory):
     hub = hub_factory()
     hub.kubectl("create", "namespace", "fill")

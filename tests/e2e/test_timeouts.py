@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+import pgserver
+
 from conftest import AGENTHUB, CONFORMANCE_DIR, wait_for
 from test_install import NS, Sim, agents, conds_of, infraenv, setup_common
 
@@ -53,7 +55,14 @@ def test_stage_timeout_fails_the_host_and_the_cluster(hub_factory, tmp_path, sim
 
 
 def host_state_record(hub, host_id):
-    """The hub's private state record of a host, read from its SQLite file."""
+    """The hub's private state record of a host, read from its store (the
+    SQLite file, or its PostgreSQL database)."""
+    if hub.store_url:
+        out = pgserver.server().psql(
+            "SELECT convert_from(json, 'UTF8') FROM ah_objects WHERE "
+            f"resource = 'agenthub.internal.hoststates' AND ns = '{NS}' AND name = '{host_id}'",
+            db=hub.store_url.split("/")[-1].split("?")[0])
+        return json.loads(out) if out.strip() else None
     db = sqlite3.connect(f"file:{hub.data_dir / 'agenthub.db'}?mode=ro", uri=True, timeout=10)
     try:
         row = db.execute("SELECT json FROM objects WHERE resource = ? AND ns = ? AND name = ?",

@@ -2,7 +2,12 @@
  * list snapshots and pagination, the event log and its compaction, reopen,
  * group commit under concurrency, a batch with a failing member, store_wait,
  * a full disk, and durability of acknowledged writes across SIGKILL.
- * Each test gets a fresh database in its own mkdtemp() directory. */
+ * Each test gets a fresh database in its own mkdtemp() directory.
+ *
+ * Built a second time as test-postgres.c with STORE_TEST_PG defined: the
+ * same tests (less the SQLite-file ones) against src/store/postgres.c on a
+ * real PostgreSQL server (pgtest.h), each test on a fresh database, plus
+ * tests of several stores (replicas) on one database. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,10 +31,15 @@
 
 #include "store/store.h"
 #include "testutil.h"
+#ifdef STORE_TEST_PG
+#include "pgtest.h"
+
+static struct tu_pg pg;
+#endif
 
 struct fixture {
 	char dir[64];
-	char path[128];
+	char path[256];         /* the file, or for PostgreSQL the URL */
 	store *s;
 };
 
@@ -46,6 +56,13 @@ static int setup(void **state)
 		return -1;
 	}
 	snprintf(f->path, sizeof(f->path), "%s/store.db", f->dir);
+#ifdef STORE_TEST_PG
+	if (tu_pg_createdb(&pg, f->path, sizeof(f->path)) < 0) {
+		rmdir(f->dir);
+		free(f);
+		return -1;
+	}
+#endif
 	if (store_open(f->path, &fast_opts, &f->s) != 0) {
 		rmdir(f->dir);
 		free(f);
@@ -616,9 +633,10 @@ static void test_reopen(void **state)
 	assert_int_equal(c.n, 2);
 	assert_int_equal(c.types[0], STORE_DELETED);
 	assert_int_equal(mk(f->s, "pods", "a", "y", "back"), 5);
+#ifndef STORE_TEST_PG
 	/* The "sqlite:" prefix names the same file. */
 	{
-		char url[160];
+		char url[300];
 
 		store_close(f->s);
 		f->s = NULL;
@@ -626,6 +644,7 @@ static void test_reopen(void **state)
 		assert_int_equal(store_open(url, NULL, &f->s), 0);
 		assert_int_equal(store_current_rev(f->s), 5);
 	}
+#endif
 }
 
 #define N_THREADS 16
@@ -851,14 +870,18 @@ struct waiter {
 	int64_t after;
 	int timeout;
 	int64_t result;
+	int64_t woke_ms;        /* now_ms() when store_wait() returned */
 	atomic_int done;
 };
+
+static int64_t now_ms(void);
 
 static void *waiter_main(void *arg)
 {
 	struct waiter *w = arg;
 
 	w->result = store_wait(w->s, w->after, w->timeout);
+	w->woke_ms = now_ms();
 	atomic_store(&w->done, 1);
 	return NULL;
 }
@@ -915,10 +938,17 @@ static void test_open_errors(void **state)
 	char path[192];
 	sqlite3 *db;
 	store *s = NULL;
-	int fd;
+	int fd, rc;
 
-	assert_int_equal(store_open("postgres://user@localhost/agenthub", NULL, &s), -ENOTSUP);
-	assert_int_equal(store_open("postgresql://localhost/x", NULL, &s), -ENOTSUP);
+	/* A PostgreSQL URL goes to PostgreSQL (or is refused by a build
+	 * without libpq), never to a SQLite file named after it.  Nothing
+	 * listens on port 1. */
+	rc = store_open("postgres://user@localhost:1/agenthub?connect_timeout=2", NULL, &s);
+	assert_true(rc == -ENOTSUP || rc == -ECONNREFUSED);
+	rc = store_open("postgresql://localhost:1/x?connect_timeout=2", NULL, &s);
+	assert_true(rc == -ENOTSUP || rc == -ECONNREFUSED);
+	assert_int_equal(access("postgres:", F_OK), -1);
+	assert_int_equal(access("postgresql:", F_OK), -1);
 	assert_int_equal(store_open("sqlite:", NULL, &s), -EINVAL);
 	assert_int_equal(store_open(NULL, NULL, &s), -EINVAL);
 	assert_null(s);
@@ -1204,8 +1234,183 @@ static void test_crash_durability(void **state)
 	free_names(names, n);
 }
 
+#ifdef STORE_TEST_PG
+/* Two stores on one database, as two replicas: one revision sequence,
+ * preconditions across them, and a write through one wakes store_wait()
+ * on the other within 100 ms and shows in its events. */
+struct xcreator {
+	store *s;
+	int id;
+	int n;
+	int64_t *revs;
+};
+
+static void *xcreator_main(void *arg)
+{
+	struct xcreator *c = arg;
+	char name[32];
+	int i;
+
+	for (i = 0; i < c->n; i++) {
+		snprintf(name, sizeof(name), "x%d-%d", c->id, i);
+		if (store_create(c->s, "things", "ns", name, render_tag, NULL, &c->revs[i]) != 0)
+			c->revs[i] = -1;
+	}
+	return NULL;
+}
+
+static void test_two_replicas(void **state)
+{
+	struct fixture *f = *state;
+	store *b = NULL;
+	struct waiter w;
+	struct collect c;
+	pthread_t th[4];
+	struct xcreator xc[4];
+	static int64_t revs[4][200], all[800];
+	int64_t t0, rev, last, worst = 0;
+	int i, k;
+
+	assert_int_equal(store_open(f->path, &fast_opts, &b), 0);
+	assert_int_equal(mk(f->s, "pods", "ns", "a", "one"), 1);
+	/* b sees a's write at once on a read, and its revision on the next
+	 * wake-up. */
+	assert_obj(b, "pods", "ns", "a", 1, "one");
+	assert_int_equal(store_wait(b, 0, 2000), 1);
+	/* A write through b gets the next revision. */
+	assert_int_equal(mk(b, "pods", "ns", "b", "two"), 2);
+	assert_int_equal(store_update(f->s, "pods", "ns", "b", 1, render_tag, "x", NULL), -ESTALE);
+	assert_int_equal(store_update(f->s, "pods", "ns", "b", 2, render_tag, "x", &rev), 0);
+	assert_int_equal(rev, 3);
+	assert_int_equal(store_create(b, "pods", "ns", "a", render_tag, "y", NULL), -EEXIST);
+
+	/* Cross-replica wake-up latency, ten times. */
+	for (k = 0; k < 10; k++) {
+		/* b has caught up with everything so far first. */
+		rev = store_current_rev(f->s);
+		assert_int_equal(store_wait(b, rev - 1, 2000), rev);
+		memset(&w, 0, sizeof(w));
+		w.s = b;
+		w.after = rev;
+		w.timeout = 5000;
+		assert_int_equal(pthread_create(&th[0], NULL, waiter_main, &w), 0);
+		usleep(20 * 1000);
+		/* From the write's acknowledgement to b's wake-up (negative
+		 * when b woke before the writer's caller did). */
+		rev = mk(f->s, "pods", "ns", k % 2 ? "a2" : "b2", "w");
+		t0 = now_ms();
+		assert_int_equal(pthread_join(th[0], NULL), 0);
+		assert_true(w.result >= rev);
+		if (w.woke_ms - t0 > worst)
+			worst = w.woke_ms - t0;
+		assert_int_equal(store_delete(f->s, "pods", "ns", k % 2 ? "a2" : "b2", 0,
+					      render_tag, "", NULL), 0);
+	}
+	print_message("  worst cross-replica wake-up after the ack %lld ms\n", (long long)worst);
+	assert_true(worst < 100);
+
+	/* Both replicas write at once: one contiguous sequence, and each
+	 * replica's events list all of them in order. */
+	rev = store_current_rev(f->s);
+	for (i = 0; i < 4; i++) {
+		xc[i] = (struct xcreator){ .s = i % 2 ? b : f->s, .id = i, .n = 200,
+					   .revs = revs[i] };
+		assert_int_equal(pthread_create(&th[i], NULL, xcreator_main, &xc[i]), 0);
+	}
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		memcpy(all + i * 200, revs[i], sizeof(revs[i]));
+	}
+	qsort(all, 800, sizeof(all[0]), cmp_i64);
+	for (i = 0; i < 800; i++)
+		assert_int_equal(all[i], rev + 1 + i);
+	memset(&c, 0, sizeof(c));
+	c.limit = 0;
+	assert_int_equal(store_events(b, "things", NULL, rev, 0, check_rev_in_text,
+				      &(size_t){ 0 }, &last), 0);
+	assert_int_equal(last, rev + 800);
+	assert_int_equal(store_wait(b, rev + 799, 2000), rev + 800);
+	assert_int_equal(store_wait(f->s, rev + 799, 2000), rev + 800);
+
+	/* Compaction through one is the other's -ERANGE. */
+	assert_int_equal(store_compact(f->s, 10), rev + 790);
+	assert_int_equal(store_events(b, NULL, NULL, rev, 0, collect_visit, &c, &last), -ERANGE);
+	store_close(b);
+}
+
+static void test_pg_open_errors(void **state)
+{
+	struct fixture *f = *state;
+	char url[300], red[300];
+	PGconn *c;
+	PGresult *r;
+	store *s = NULL;
+
+	/* Nothing listens there: refused, with libpq's reason, no password. */
+	snprintf(url, sizeof(url), "postgres://u:s3cret@/x?host=%s&port=1&connect_timeout=2",
+		 f->dir);
+	assert_int_equal(store_open(url, NULL, &s), -ECONNREFUSED);
+	assert_true(strlen(store_open_error()) > 0);
+	assert_null(strstr(store_open_error(), "s3cret"));
+
+	store_url_redact("postgres://u:s3cret@h:5432/db?sslmode=require", red, sizeof(red));
+	assert_string_equal(red, "postgres://u:xxxxx@h:5432/db?sslmode=require");
+	store_url_redact("postgresql://h/db?sslmode=require&password=s3cret&x=1", red,
+			 sizeof(red));
+	assert_string_equal(red, "postgresql://h/db?sslmode=require&password=xxxxx&x=1");
+	store_url_redact("postgres://u@h/db", red, sizeof(red));
+	assert_string_equal(red, "postgres://u@h/db");
+	store_url_redact("/var/lib/agenthub/agenthub.db", red, sizeof(red));
+	assert_string_equal(red, "/var/lib/agenthub/agenthub.db");
+
+	/* A schema newer than this build is refused, not served. */
+	store_close(f->s);
+	f->s = NULL;
+	c = PQconnectdb(f->path);
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	r = PQexec(c, "UPDATE ah_meta SET v = 99 WHERE k = 'schema'");
+	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+	PQfinish(c);
+	assert_int_equal(store_open(f->path, NULL, &s), -EPROTO);
+	assert_non_null(strstr(store_open_error(), "99"));
+}
+#endif
+
 int main(void)
 {
+#ifdef STORE_TEST_PG
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_crud_revisions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_preconditions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resource_stamp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_render_sees_revision, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_compaction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_creates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch_partial_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_durability, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_replicas, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pg_open_errors, setup, teardown),
+	};
+	int rc = tu_pg_start(&pg);
+
+	if (rc == 1) {
+		printf("SKIP: PostgreSQL server binaries not installed "
+		       "(/usr/lib/postgresql/*/bin/initdb; Debian package postgresql)\n");
+		return 77;
+	}
+	if (rc < 0) {
+		tu_pg_stop(&pg);
+		return 1;
+	}
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	tu_pg_stop(&pg);
+	return rc;
+#else
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_crud_revisions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_preconditions, setup, teardown),
@@ -1225,4 +1430,5 @@ int main(void)
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
+#endif
 }
