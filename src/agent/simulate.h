@@ -32,6 +32,17 @@
  * state and the requests by kind goes to stderr every status_seconds and on SIGUSR1.
  * Runs until SIGINT/SIGTERM (or duration_seconds), then returns 0.
  *
+ * With a BMC (opts.bmc, `simulate --bmc`) the machines start powered off and follow their
+ * BMC: a boot from the virtual CD downloads the inserted image from its URL (at most
+ * SIMULATE_MAX_DOWNLOADS at once, 3 tries 5 s apart), takes the Ignition out of it and runs
+ * the machine as a discovery host exactly as above (the same host id and hardware on every
+ * boot); a boot from disk after an install runs the installed system (the rest of the
+ * install timeline if it was cut, then nothing); a power-off or reset aborts whatever the
+ * machine was doing (its requests and downloads) and forgets the boot.  An install's own
+ * reboot (the Rebooting stage) is not a BMC boot: the installer leaves the machine running
+ * its disk, which the BMC is told holds an install.  Hosts stopped in
+ * unbinding-pending-user-action wait for the BMC (the hub) to reboot them.
+ *
  * Not thread-safe: one simulation per process (it installs signal handlers). */
 #ifndef AH_AGENT_SIMULATE_H
 #define AH_AGENT_SIMULATE_H
@@ -40,6 +51,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "agent/bmc.h"
 #include "agent/fakehost.h"
 #include "base/error.h"
 
@@ -66,7 +78,11 @@ struct simulate_opts {
 	int reboot_after_seconds;   /* reboot hosts stopped in UPUA after this (-1 = never, default) */
 	bool shared_connections;    /* hosts share a pool of connections (default: each host keeps
 				     * its own keep-alive connection, as a real agent does) */
+	struct bmc *bmc;            /* with a BMC (bmc.h): no sources; machine i is off until its
+				     * BMC powers it on, then runs what it boots (see below) */
 };
+
+#define SIMULATE_MAX_DOWNLOADS 8
 
 /* Fill o with the defaults above (hosts 1, seed 1, no sources). */
 void simulate_opts_default(struct simulate_opts *o);
@@ -97,6 +113,10 @@ enum simulate_state {
 	SIM_ERROR,        /* hub sends stop-installation / logs-gather (error, cancelled) */
 	SIM_REFUSED,      /* registration refused (401/403/404/409): waits forever */
 	SIM_STOPPED_UPUA, /* told to exit in unbinding-pending-user-action: waits for a reboot */
+	SIM_OFF,          /* --bmc: powered off */
+	SIM_BOOTING,      /* --bmc: reading the virtual media image (downloading the ISO) */
+	SIM_NOBOOT,       /* --bmc: powered on with nothing to boot */
+	SIM_DISK,         /* --bmc: running the installed system from its disk (no agent) */
 	SIM_NSTATES
 };
 extern const char *const simulate_state_names[SIM_NSTATES];
