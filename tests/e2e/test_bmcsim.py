@@ -1,0 +1,287 @@
+"""The simulator's BMC (`agenthub-agent simulate --bmc`): a Redfish service driven
+over real HTTP(S) through the power, boot and virtual-media sequences Ironic's
+client (sushy) makes, with its error answers; the BareMetalHost manifests it
+writes are accepted by the hub; and a machine given the InfraEnv's ISO through
+virtual media, booted from Cd, downloads it from the image service and becomes
+an Agent, stops when powered off and comes back when powered on."""
+import base64
+import json
+import re
+import signal
+import ssl
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import BUILD, LineReader, wait_for
+from test_discovery import NS, setup_infraenv
+
+AGENT = BUILD / "agenthub-agent"
+AUTH = "Basic " + base64.b64encode(b"admin:s3cret").decode()
+
+
+class Bmc:
+    """A simulator with --bmc on a free port; .url is its Redfish root."""
+
+    def __init__(self, tmp_path, hosts=2, args=(), user="admin", password="s3cret"):
+        if not AGENT.is_file():
+            pytest.fail(f"{AGENT} not built")
+        self.manifests = tmp_path / "bmh.yaml"
+        self.proc = subprocess.Popen(
+            [str(AGENT), "simulate", "--bmc", "127.0.0.1:0", "--hosts", str(hosts),
+             "--bmh-manifests", str(self.manifests), "--bmc-user", user, "--bmc-password", password,
+             "--seed", "11", "--status-seconds", "3600", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.reader = LineReader(self.proc)
+        line = self.reader.wait_line(lambda l: "Redfish service on" in l, timeout=20,
+                                     what="the BMC's start line")
+        self.url = re.search(r"(https?://[^ ]+/redfish/v1/)", line).group(1)
+        self.ctx = None
+
+    def stop(self):
+        self.reader.stop()
+
+    def status(self, key):
+        """The simulator's count of machines in state `key` (its status line, on SIGUSR1)."""
+        n = len(self.reader.snapshot())
+        self.proc.send_signal(signal.SIGUSR1)
+        line = wait_for(lambda: next((l for l in self.reader.snapshot()[n:] if l.startswith("simulate: t=")),
+                                     None), timeout=15, what="a status line")
+        return int(re.search(rf" {re.escape(key)}=(\d+)", line).group(1))
+
+    def call(self, method, path, body=None, auth=AUTH, headers=None, raw=None):
+        if path.startswith("/redfish"):  # an @odata.id
+            url = self.url.split("/redfish/", 1)[0] + path
+        else:
+            url = self.url.rstrip("/") + path
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(url, data=data, method=method)
+        if auth:
+            req.add_header("Authorization", auth)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        try:
+            with urllib.request.urlopen(req, timeout=15, context=self.ctx) as r:
+                text = r.read()
+                return r.status, dict(r.headers), json.loads(text) if text else None
+        except urllib.error.HTTPError as e:
+            text = e.read()
+            return e.code, dict(e.headers), json.loads(text) if text else None
+
+
+def message_id(body):
+    return body["error"]["@Message.ExtendedInfo"][0]["MessageId"]
+
+
+@pytest.fixture
+def bmc(tmp_path, sims):
+    b = Bmc(tmp_path)
+    sims.append(b)
+    return b
+
+
+def test_redfish_surface_and_errors(bmc):
+    st, hdr, root = bmc.call("GET", "/", auth=None)
+    assert st == 200 and root["Systems"]["@odata.id"] == "/redfish/v1/Systems"
+    # Credentials: none or wrong -> 401 with WWW-Authenticate and a Redfish error.
+    for auth in (None, "Basic " + base64.b64encode(b"admin:wrong").decode()):
+        st, hdr, body = bmc.call("GET", "/Systems", auth=auth)
+        assert st == 401 and hdr["WWW-Authenticate"].startswith("Basic")
+        assert message_id(body) == "Base.1.8.NoValidSession"
+        assert "s3cret" not in json.dumps(body)
+    st, _, systems = bmc.call("GET", "/Systems")
+    assert st == 200 and systems["Members@odata.count"] == 2
+    sys_path = systems["Members"][0]["@odata.id"]
+    st, _, body = bmc.call("GET", "/Systems/no-such-system")
+    assert st == 404 and message_id(body) == "Base.1.8.ResourceMissingAtURI"
+    st, hdr, system = bmc.call("GET", sys_path)
+    assert st == 200 and system["PowerState"] == "Off"
+    assert hdr["ETag"] == system["@odata.etag"]
+    # Follow the links as Ironic does: System -> Manager -> VirtualMedia -> the CD.
+    mgr = system["Links"]["ManagedBy"][0]["@odata.id"]
+    st, _, manager = bmc.call("GET", mgr)
+    st, _, vms = bmc.call("GET", manager["VirtualMedia"]["@odata.id"])
+    cd_path = vms["Members"][0]["@odata.id"]
+    st, _, cd = bmc.call("GET", cd_path)
+    assert "CD" in cd["MediaTypes"] and cd["Inserted"] is False
+    # Bad bodies: 400 with the reason, nothing changed.
+    st, _, body = bmc.call("PATCH", sys_path, raw=b'{"Boot": {')
+    assert st == 400 and message_id(body) == "Base.1.8.MalformedJSON"
+    st, _, body = bmc.call("PATCH", sys_path, {"Boot": {"BootSourceOverrideTarget": "Usb"}})
+    assert st == 400 and message_id(body) == "Base.1.8.PropertyValueNotInList"
+    assert "Usb" in body["error"]["@Message.ExtendedInfo"][0]["Message"]
+    st, _, body = bmc.call("POST", system["Actions"]["#ComputerSystem.Reset"]["target"], {"ResetType": "Bogus"})
+    assert st == 400
+    st, _, body = bmc.call("POST", system["Actions"]["#ComputerSystem.Reset"]["target"], {})
+    assert st == 400 and message_id(body) == "Base.1.8.ActionParameterMissing"
+    st, _, body = bmc.call("DELETE", sys_path)
+    assert st == 405
+    st, _, body = bmc.call("POST", cd["Actions"]["#VirtualMedia.InsertMedia"]["target"], {"Image": "nfs://x"})
+    assert st == 400 and message_id(body) == "Base.1.8.ActionParameterValueFormatError"
+    # A body over the bound is refused, not read.
+    st, _, body = bmc.call("PATCH", sys_path, raw=b"{" + b" " * (128 * 1024) + b"}")
+    assert st == 413
+    # A stale ETag -> 412; the current one -> 204 and the change round-trips.
+    etag = hdr["ETag"]
+    st, _, _ = bmc.call("PATCH", sys_path, {"Boot": {"BootSourceOverrideMode": "Legacy"}},
+                        headers={"If-Match": etag})
+    assert st == 204
+    st, _, body = bmc.call("PATCH", sys_path, {"Boot": {"BootSourceOverrideMode": "UEFI"}},
+                           headers={"If-Match": etag})
+    assert st == 412 and message_id(body) == "Base.1.8.PreconditionFailed"
+    st, _, system = bmc.call("GET", sys_path)
+    assert system["Boot"]["BootSourceOverrideMode"] == "Legacy"
+    st, _, system = bmc.call("GET", sys_path)
+    assert bmc.status("off") == 2
+
+
+def test_ironic_sequences_power_and_media(bmc):
+    """prepare_ramdisk (Cd Once) and the live-ISO deploy (Cd Continuous) against a URL
+    that serves nothing: the machine tries to read the image, then sits powered on with
+    nothing to boot; power-off and on again follow."""
+    st, _, systems = bmc.call("GET", "/Systems")
+    sys_path = systems["Members"][1]["@odata.id"]
+    st, hdr, system = bmc.call("GET", sys_path)
+    reset = system["Actions"]["#ComputerSystem.Reset"]["target"]
+    cd_path = system["VirtualMedia"]["@odata.id"] + "/Cd"
+    st, _, cd = bmc.call("GET", cd_path)
+    # 1. power off (already off: no change), 2. eject (empty: fine, retried with {}).
+    assert bmc.call("POST", reset, {"ResetType": "ForceOff"})[0] == 204
+    assert bmc.call("POST", cd["Actions"]["#VirtualMedia.EjectMedia"]["target"], raw=b"")[0] == 204
+    assert bmc.call("POST", cd["Actions"]["#VirtualMedia.EjectMedia"]["target"], {})[0] == 204
+    # 3. insert: an address where nothing listens (the machine reads it at boot).
+    image = "http://127.0.0.1:9/nothing/discovery.iso"
+    assert bmc.call("POST", cd["Actions"]["#VirtualMedia.InsertMedia"]["target"],
+                    {"Image": image, "Inserted": True})[0] == 204
+    st, _, cd = bmc.call("GET", cd_path)
+    assert cd["Image"] == image and cd["Inserted"] is True and cd["ImageName"] == "discovery.iso"
+    # 4-5. boot mode and device Cd Once, with If-Match as sushy sends it.
+    st, hdr, _ = bmc.call("GET", sys_path)
+    assert bmc.call("PATCH", sys_path, {"Boot": {"BootSourceOverrideTarget": "Cd",
+                                                 "BootSourceOverrideEnabled": "Once",
+                                                 "BootSourceOverrideMode": "UEFI"}},
+                    headers={"If-Match": hdr["ETag"]})[0] == 204
+    # 6. power on: the Once override is consumed by this boot.
+    assert bmc.call("POST", reset, {"ResetType": "On"})[0] == 204
+    st, _, system = bmc.call("GET", sys_path)
+    assert system["PowerState"] == "On"
+    assert system["Boot"]["BootSourceOverrideEnabled"] == "Disabled"
+    assert system["Boot"]["BootSourceOverrideTarget"] == "None"
+    bmc.reader.wait_line(lambda l: "cannot boot " + image in l, timeout=20, what="the failed image read")
+    wait_for(lambda: bmc.status("no-boot") == 1, timeout=40, what="no-boot after 3 tries")
+    # Power off -> off; live-ISO style Cd Continuous -> every restart boots the CD again.
+    assert bmc.call("POST", reset, {"ResetType": "ForceOff"})[0] == 204
+    assert bmc.call("GET", sys_path)[2]["PowerState"] == "Off"
+    assert bmc.status("off") == 2
+    assert bmc.call("PATCH", sys_path, {"Boot": {"BootSourceOverrideTarget": "Cd",
+                                                 "BootSourceOverrideEnabled": "Continuous"}})[0] == 204
+    assert bmc.call("POST", reset, {"ResetType": "ForceRestart"})[0] == 204
+    assert bmc.call("GET", sys_path)[2]["Boot"]["BootSourceOverrideEnabled"] == "Continuous"
+    assert bmc.status("booting") + bmc.status("no-boot") == 1
+    # Eject, then restart: nothing to boot at all, at once.
+    assert bmc.call("POST", cd["Actions"]["#VirtualMedia.EjectMedia"]["target"])[0] == 204
+    assert bmc.call("POST", reset, {"ResetType": "GracefulRestart"})[0] == 204
+    wait_for(lambda: bmc.status("no-boot") == 1 and bmc.status("booting") == 0, timeout=10,
+             what="no-boot after eject")
+    assert bmc.call("POST", reset, {"ResetType": "GracefulShutdown"})[0] == 204
+    assert bmc.status("off") == 2
+
+
+def test_tls_and_flag_errors(tmp_path, sims):
+    b = Bmc(tmp_path, hosts=1, args=["--bmc-tls", "--bmc-tls-dir", str(tmp_path / "tls")])
+    sims.append(b)
+    assert b.url.startswith("https://")
+    b.ctx = ssl.create_default_context(cafile=str(tmp_path / "tls" / "ca.crt"))
+    st, _, systems = b.call("GET", "/Systems")
+    assert st == 200 and systems["Members@odata.count"] == 1
+    text = b.manifests.read_text()
+    assert "address: redfish-virtualmedia://127.0.0.1:" in text
+    assert "disableCertificateVerification: true" in text
+    # Flags: what is missing or conflicting is named.
+    for args, want in (
+            (["--bmc", "127.0.0.1:0", "--hosts", "1"], "--bmh-manifests"),
+            (["--bmc", "nowhere", "--hosts", "1", "--bmh-manifests", "x"], "HOST:PORT"),
+            (["--bmc", "127.0.0.1:0", "--hosts", "1", "--bmh-manifests", "x", "--iso", "http://x"], "--iso"),
+            (["--bmc", "127.0.0.1:0", "--hosts", "1", "--bmh-manifests", "x", "--bmh-namespace", "Bad_NS"],
+             "--bmh-namespace"),
+            (["--bmc", "127.0.0.1:0", "--hosts", "1", "--bmh-manifests", "x", "--bmc-password", ""],
+             "--bmc-password"),
+            (["--iso", "http://x", "--hosts", "1", "--bmh-manifests", "x"], "need --bmc"),
+    ):
+        p = subprocess.run([str(AGENT), "simulate", *args], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2, (args, p.stderr)
+        assert want in p.stderr, (args, p.stderr)
+
+
+@pytest.fixture
+def fast_hub(hub_factory):
+    return hub_factory(extra_args=["--host-disconnect-timeout", "6s"])
+
+
+def test_virtual_media_boot_makes_an_agent(fast_hub, tmp_path, sims):
+    """The InfraEnv's ISO URL inserted as virtual media, boot Cd continuous, power on:
+    the machine downloads the ISO from the image service and registers; its Agent
+    carries the BareMetalHost's MAC.  Powered off it goes silent (disconnected); powered
+    on again it registers again as the same host."""
+    hub = fast_hub
+    ie = setup_infraenv(hub)
+    name = ie["metadata"]["name"]
+    b = Bmc(tmp_path, hosts=2, args=["--bmh-namespace", NS, "--bmh-infraenv", name,
+                                     "--cacert", str(hub.ca_path), "--max-poll-seconds", "2"])
+    sims.append(b)
+    # The manifests are what a hub takes: kubectl apply, then the objects as written.
+    hub.kubectl("apply", "-f", str(b.manifests))
+    bmhs = hub.kubectl_json("-n", NS, "get", "baremetalhosts")["items"]
+    assert len(bmhs) == 2
+    bmh = sorted(bmhs, key=lambda o: o["metadata"]["name"])[0]
+    assert bmh["metadata"]["annotations"]["inspect.metal3.io"] == "disabled"
+    assert bmh["metadata"]["labels"]["infraenvs.agent-install.openshift.io"] == name
+    spec = bmh["spec"]
+    assert spec["online"] is True and spec["bootMode"] == "UEFI"
+    assert spec["automatedCleaningMode"] == "disabled"
+    assert spec["bmc"]["address"].startswith("redfish-virtualmedia+http://127.0.0.1:")
+    secret = hub.kubectl_json("-n", NS, "get", "secret", spec["bmc"]["credentialsName"])
+    assert base64.b64decode(secret["data"]["password"]) == b"s3cret"
+    # The live-ISO deploy as Ironic does it, on the machine that BMH names.
+    sys_path = "/Systems/" + spec["bmc"]["address"].rsplit("/", 1)[1]
+    st, hdr, system = b.call("GET", sys_path)
+    assert st == 200
+    reset = system["Actions"]["#ComputerSystem.Reset"]["target"]
+    st, _, cd = b.call("GET", system["VirtualMedia"]["@odata.id"] + "/Cd")
+    assert b.call("POST", reset, {"ResetType": "ForceOff"})[0] == 204
+    assert b.call("POST", cd["Actions"]["#VirtualMedia.EjectMedia"]["target"], {})[0] == 204
+    assert b.call("POST", cd["Actions"]["#VirtualMedia.InsertMedia"]["target"],
+                  {"Image": ie["status"]["isoDownloadURL"]})[0] == 204
+    st, hdr, _ = b.call("GET", sys_path)
+    assert b.call("PATCH", sys_path, {"Boot": {"BootSourceOverrideTarget": "Cd",
+                                               "BootSourceOverrideEnabled": "Continuous",
+                                               "BootSourceOverrideMode": "UEFI"}},
+                  headers={"If-Match": hdr["ETag"]})[0] == 204
+    assert b.call("POST", reset, {"ResetType": "On"})[0] == 204
+
+    def agent():
+        items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
+        ok = [a for a in items if a.get("status", {}).get("debugInfo", {}).get("state") == "known-unbound"]
+        return ok[0] if ok else None
+    a = wait_for(agent, timeout=90, what="a known-unbound Agent from the BMC-booted machine")
+    macs = [i["macAddress"] for i in a["status"]["inventory"]["interfaces"]]
+    assert spec["bootMACAddress"] in macs
+    assert a["status"]["inventory"]["hostname"] == bmh["metadata"]["name"]
+    assert len(hub.kubectl_json("-n", NS, "get", "agents")["items"]) == 1  # the other is off
+    assert b.status("booting") == 0 and b.status("off") == 1
+
+    # Power off: the agent stops at once, and the hub sees it disconnect.
+    assert b.call("POST", reset, {"ResetType": "ForceOff"})[0] == 204
+    assert b.status("off") == 2
+
+    def state():
+        return hub.kubectl_json("-n", NS, "get", "agent", a["metadata"]["name"])["status"]["debugInfo"]["state"]
+    wait_for(lambda: state() == "disconnected-unbound", timeout=40, what="disconnected-unbound")
+    # Power on again (Cd continuous, media still inserted): the same host comes back.
+    assert b.call("POST", reset, {"ResetType": "On"})[0] == 204
+    wait_for(lambda: state() == "known-unbound", timeout=90, what="known-unbound again")
+    assert len(hub.kubectl_json("-n", NS, "get", "agents")["items"]) == 1
