@@ -258,13 +258,13 @@ static uint64_t fnv1a(const char *s)
 	return h;
 }
 
+/* The body as JSON text; without it (out of memory) the answer is a bare 500. */
 static void set_body(struct bmc_reply *r, json_t *j)
 {
 	r->body = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
-	if (!r->body) {
+	if (!r->body)
 		r->status = 500;
-	}
 }
 
 /* A Redfish error: {"error": {"code", "message", "@Message.ExtendedInfo": [one Message]}}. */
@@ -279,7 +279,6 @@ static void error_reply(struct bmc_reply *r, unsigned status, const char *id, co
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	snprintf(code, sizeof(code), REG "%s", id);
-	r->status = status;
 	set_body(r, json_pack("{s:{s:s, s:s, s:[{s:s, s:s, s:s, s:s, s:s}]}}", "error", "code",
 			      status >= 500 ? REG "InternalError" : REG "GeneralError", "message",
 			      "A general error has occurred. See ExtendedInfo for more information.",
@@ -287,9 +286,8 @@ static void error_reply(struct bmc_reply *r, unsigned status, const char *id, co
 			      "Message", msg, "Severity", status >= 500 ? "Critical" : "Warning", "Resolution",
 			      status == 401 ? "Send valid HTTP Basic credentials."
 					    : "Correct the request and resubmit it."));
-	if (r->status == 500 && !r->body)
-		return;
-	r->status = status;
+	if (r->body)
+		r->status = status;
 }
 
 /* A resource: the body with its @odata.etag, and the same ETag in the header. */
@@ -811,8 +809,6 @@ void bmc_handle(struct bmc *b, const struct bmc_request *q, struct bmc_reply *r)
 	struct machine *m = NULL;
 	enum res res;
 	unsigned gen_before = 0;
-	void (*wake)(void *) = NULL;
-	void *wake_arg = NULL;
 
 	memset(r, 0, sizeof(*r));
 	pl = strlen(q->path);
@@ -962,18 +958,15 @@ void bmc_handle(struct bmc *b, const struct bmc_request *q, struct bmc_reply *r)
 	case R_NONE:
 		break;
 	}
-	if (m && m->gen != gen_before && b->wake) {
-		wake = b->wake;
-		wake_arg = b->wake_arg;
-	}
+	/* Under the lock, so bmc_set_wake(NULL) is a barrier: no wake after it returns. */
+	if (m && m->gen != gen_before && b->wake)
+		b->wake(b->wake_arg);
 out:
 	pthread_mutex_unlock(&b->lock);
 	if (!strcmp(q->method, "HEAD")) {
 		free(r->body);
 		r->body = NULL;
 	}
-	if (wake)
-		wake(wake_arg);
 }
 
 void bmc_reply_release(struct bmc_reply *r)

@@ -74,7 +74,8 @@ int bmc_new(const struct bmc_machine_def *defs, unsigned n, const struct bmc_opt
 	    ah_err *err);
 void bmc_free(struct bmc *b);
 
-/* Called (from the thread that handled the request, without the lock held) after a
+/* Called (from the thread that handled the request, with the BMC lock held: fn must be
+ * quick and must not call back into the BMC) after a
  * request changed some machine's power; the simulator wakes its loop with it. */
 void bmc_set_wake(struct bmc *b, void (*fn)(void *), void *arg);
 
