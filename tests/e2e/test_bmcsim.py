@@ -285,3 +285,66 @@ def test_virtual_media_boot_makes_an_agent(fast_hub, tmp_path, sims):
     assert b.call("POST", reset, {"ResetType": "On"})[0] == 204
     wait_for(lambda: state() == "known-unbound", timeout=90, what="known-unbound again")
     assert len(hub.kubectl_json("-n", NS, "get", "agents")["items"]) == 1
+
+
+def test_install_then_disk_boot_then_reboot_into_discovery(hub_factory, tmp_path, sims):
+    """A BMC-booted machine installs a late-bound SNO; its own reboot leaves it running the
+    installed system.  Powered off and on from Hdd it runs the installed system (no
+    agent).  Deleting the cluster leaves the Agent waiting for a reboot into discovery,
+    which the BMC does (as the hub will): Cd continuous + restart -> known-unbound again."""
+    from test_install import SUBNET, setup_common
+    from test_latebinding import approve, bind, late_binding_infraenv, sno, wait_bound_reason
+
+    hub = hub_factory(extra_args=["--host-disconnect-timeout", "30s"])
+    setup_common(hub)
+    ie = late_binding_infraenv(hub)
+    b = Bmc(tmp_path, hosts=1, args=["--cacert", str(hub.ca_path), "--subnet", SUBNET, "--stage-seconds", "1",
+                                     "--max-poll-seconds", "1"])
+    sims.append(b)
+    st, _, systems = b.call("GET", "/Systems")
+    sys_path = systems["Members"][0]["@odata.id"]
+    st, _, system = b.call("GET", sys_path)
+    reset = system["Actions"]["#ComputerSystem.Reset"]["target"]
+    cd = system["VirtualMedia"]["@odata.id"] + "/Cd"
+    assert b.call("POST", cd + "/Actions/VirtualMedia.InsertMedia", {"Image": ie["status"]["isoDownloadURL"]})[0] == 204
+    assert b.call("PATCH", sys_path, {"Boot": {"BootSourceOverrideTarget": "Cd",
+                                               "BootSourceOverrideEnabled": "Continuous"}})[0] == 204
+    assert b.call("POST", reset, {"ResetType": "On"})[0] == 204
+
+    def pool():
+        items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
+        ok = [a for a in items if a.get("status", {}).get("debugInfo", {}).get("state") == "known-unbound"]
+        return ok[0] if ok else None
+    name = wait_for(pool, timeout=90, what="the pool's Agent")["metadata"]["name"]
+    assert name == system["Id"]  # the system id is the host id
+    sno(hub)
+    bind(hub, name, "single-node")
+    wait_bound_reason(hub, name, "Bound", timeout=90)
+    approve(hub, name)
+    hub.kubectl("-n", NS, "wait", "--for=condition=Completed", "aci/test-agent-cluster-install",
+                "--timeout=180s", timeout=200)
+    assert b.status("installed") == 1
+
+    # Power-cycle onto the disk: the installed system, no agent, no requests.
+    assert b.call("POST", reset, {"ResetType": "ForceOff"})[0] == 204
+    assert b.call("PATCH", sys_path, {"Boot": {"BootSourceOverrideTarget": "Hdd",
+                                               "BootSourceOverrideEnabled": "Continuous"}})[0] == 204
+    assert b.call("POST", reset, {"ResetType": "On"})[0] == 204
+    assert b.status("disk") == 1
+    # With the override disabled the disk boots too, before the still-inserted CD.
+    assert b.call("PATCH", sys_path, {"Boot": {"BootSourceOverrideTarget": "None"}})[0] == 204
+    assert b.call("POST", reset, {"ResetType": "ForceRestart"})[0] == 204
+    assert b.status("disk") == 1
+
+    # The cluster goes; the Agent waits for a reboot into discovery, which the BMC does.
+    hub.kubectl("-n", NS, "delete", "clusterdeployment", "single-node", "--timeout=60s", timeout=70)
+    wait_bound_reason(hub, name, "UnbindingPendingUserAction")
+    assert b.call("POST", reset, {"ResetType": "ForceOff"})[0] == 204
+    assert b.call("POST", cd + "/Actions/VirtualMedia.EjectMedia", {})[0] == 204
+    assert b.call("POST", cd + "/Actions/VirtualMedia.InsertMedia", {"Image": ie["status"]["isoDownloadURL"]})[0] == 204
+    assert b.call("PATCH", sys_path, {"Boot": {"BootSourceOverrideTarget": "Cd",
+                                               "BootSourceOverrideEnabled": "Continuous"}})[0] == 204
+    assert b.call("POST", reset, {"ResetType": "On"})[0] == 204
+    wait_bound_reason(hub, name, "Unbound", timeout=120)
+    wait_for(lambda: hub.kubectl_json("-n", NS, "get", "agent", name)["status"]["debugInfo"]["state"]
+             == "known-unbound", timeout=90, what="known-unbound again")
