@@ -33,7 +33,16 @@ struct machine {
 	enum bmc_boot boot;
 	char *boot_image;
 	bool changed;        /* queued in the change ring */
+	/* The ironic agent this boot runs (converged flow), reset by every power event. */
+	bool ipa;
+	char *ipa_token;
+	json_t *cmds;        /* its commands, newest last, at most IPA_MAX_COMMANDS */
+	bool assist;         /* start_assisted_install accepted */
+	bool assist_running; /* ... and not finished */
+	char assist_id[40];
 };
+
+#define IPA_MAX_COMMANDS 16
 
 struct bmc {
 	pthread_mutex_t lock;
@@ -50,6 +59,10 @@ static const char *const TARGETS[] = { "None", "Pxe", "Cd", "Hdd", NULL };
 static const char *const ENABLED[] = { "Disabled", "Once", "Continuous", NULL };
 static const char *const MODES[] = { "UEFI", "Legacy", NULL };
 static const char *const RESETS[] = { "On", "ForceOff", "GracefulShutdown", "ForceRestart", "GracefulRestart", NULL };
+
+static void ipa_reset(struct machine *m);
+static bool method_is(const char *m, const char *want);
+static void wrong_method(struct bmc_reply *r, const char *allow, const char *method);
 
 static const char *in_list(const char *v, const char *const *list)
 {
@@ -125,6 +138,7 @@ void bmc_free(struct bmc *b)
 	for (unsigned i = 0; b->m && i < b->n; i++) {
 		free(b->m[i].image);
 		free(b->m[i].boot_image);
+		ipa_reset(&b->m[i]);
 	}
 	if (b->auth) {
 		explicit_bzero(b->auth, strlen(b->auth));
@@ -150,6 +164,20 @@ unsigned bmc_count(const struct bmc *b)
 }
 
 /* ---- machine state (lock held) ---- */
+
+static void ipa_reset(struct machine *m)
+{
+	m->ipa = false;
+	m->assist = m->assist_running = false;
+	m->assist_id[0] = '\0';
+	if (m->ipa_token) {
+		explicit_bzero(m->ipa_token, strlen(m->ipa_token));
+		free(m->ipa_token);
+		m->ipa_token = NULL;
+	}
+	json_decref(m->cmds);
+	m->cmds = NULL;
+}
 
 static void mark_changed(struct bmc *b, struct machine *m)
 {
@@ -190,6 +218,7 @@ static void power_on(struct bmc *b, struct machine *m)
 	m->boot = BMC_BOOT_NONE;
 	m->on = true;
 	m->gen++;
+	ipa_reset(m);
 	if (!boot_from(m, t) && !boot_from(m, "Hdd"))
 		boot_from(m, "Cd");
 	mark_changed(b, m);
@@ -202,6 +231,7 @@ static void power_off(struct bmc *b, struct machine *m)
 	m->boot = BMC_BOOT_NONE;
 	m->on = false;
 	m->gen++;
+	ipa_reset(m);
 	mark_changed(b, m);
 }
 
@@ -216,6 +246,7 @@ int bmc_machine_power(struct bmc *b, unsigned i, struct bmc_power *ret)
 	ret->gen = b->m[i].gen;
 	ret->boot = b->m[i].boot;
 	ret->image = NULL;
+	ret->start_assisted = b->m[i].assist;
 	if (b->m[i].boot_image && !(ret->image = strdup(b->m[i].boot_image)))
 		r = -ENOMEM;
 	pthread_mutex_unlock(&b->lock);
@@ -737,6 +768,208 @@ out:
 	json_decref(j);
 }
 
+/* ---- the ironic agent's API (converged flow) ---- */
+
+void bmc_ipa_begin(struct bmc *b, unsigned i, unsigned gen, const char *agent_token)
+{
+	struct machine *m;
+
+	if (i >= b->n)
+		return;
+	pthread_mutex_lock(&b->lock);
+	m = &b->m[i];
+	if (m->on && m->gen == gen) {
+		ipa_reset(m);
+		m->ipa = true;
+		m->ipa_token = agent_token && *agent_token ? strdup(agent_token) : NULL;
+		m->cmds = json_array();
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
+void bmc_ipa_step_done(struct bmc *b, unsigned i, unsigned gen, bool ok, const char *error)
+{
+	struct machine *m;
+	json_t *c;
+	size_t k;
+
+	if (i >= b->n)
+		return;
+	pthread_mutex_lock(&b->lock);
+	m = &b->m[i];
+	if (m->ipa && m->gen == gen && m->assist_id[0]) {
+		m->assist_running = false;
+		json_array_foreach(m->cmds, k, c) {
+			if (strcmp(json_string_value(json_object_get(c, "id")) ?: "", m->assist_id))
+				continue;
+			json_object_set_new(c, "command_status", json_string(ok ? "SUCCEEDED" : "FAILED"));
+			json_object_set_new(c, "command_error",
+					    ok ? json_null()
+					       : json_pack("{s:s, s:i, s:s, s:s}", "type", "DeploymentError", "code", 500,
+							   "message", "Deploy step failed", "details", error ? error : ""));
+			json_object_set_new(c, "command_result",
+					    ok ? json_pack("{s:{s:s, s:s, s:i}}", "deploy_result", "step",
+							   "start_assisted_install", "interface", "deploy", "priority", 80)
+					       : json_null());
+		}
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void ipa_error(struct bmc_reply *r, unsigned status, const char *type, const char *msg, const char *details)
+{
+	r->status = status;
+	set_body(r, json_pack("{s:s, s:i, s:s, s:s}", "type", type, "code", (int)status, "message", msg, "details",
+			      details));
+}
+
+/* Record a command (dropping the oldest past the bound); returns it (borrowed). */
+static json_t *ipa_record(struct machine *m, const char *name, json_t *params, const char *status,
+			  json_t *result)
+{
+	char id[37];
+	json_t *c;
+
+	if (util_uuid4(id, sizeof(id)) < 0)
+		return NULL;
+	c = json_pack("{s:s, s:s, s:o, s:s, s:n, s:o}", "id", id, "command_name", name, "command_params",
+		      params ? json_incref(params) : json_object(), "command_status", status, "command_error",
+		      "command_result", result ? result : json_null());
+	if (!c)
+		return NULL;
+	while (json_array_size(m->cmds) >= IPA_MAX_COMMANDS)
+		json_array_remove(m->cmds, 0);
+	json_array_append_new(m->cmds, c);
+	return c;
+}
+
+/* /ipa/<id>/v1/commands[/<cid>]: the machine's ironic agent, while it runs one. */
+static void ipa_handle(struct bmc *b, struct machine *m, const char *rest, const struct bmc_request *q,
+		       struct bmc_reply *r)
+{
+	json_t *j, *params, *c = NULL;
+	const char *name, *dot;
+
+	if (!m->ipa) {
+		ipa_error(r, 503, "AgentNotRunning", "The ironic agent is not running on this machine",
+			  "it runs only on a boot from an image with the ironic agent's configuration");
+		return;
+	}
+	if (m->ipa_token && (!q->agent_token || strcmp(q->agent_token, m->ipa_token))) {
+		ipa_error(r, 401, "Unauthorized", "Unauthorized", "a valid agent_token is required");
+		return;
+	}
+	if (!strcmp(rest, "") || !strcmp(rest, "/v1")) {
+		if (!method_is(q->method, "GET")) {
+			wrong_method(r, "GET, HEAD", q->method);
+			return;
+		}
+		r->status = 200;
+		set_body(r, json_pack("{s:s, s:s, s:[{s:s}]}", "name", "OpenStack Ironic Python Agent API",
+				      "description", "agenthub simulated ironic agent", "versions", "id", "v1"));
+		return;
+	}
+	if (!strncmp(rest, "/v1/commands/", 13) && rest[13]) {
+		size_t k;
+		json_t *x;
+		if (!method_is(q->method, "GET")) {
+			wrong_method(r, "GET, HEAD", q->method);
+			return;
+		}
+		json_array_foreach(m->cmds, k, x)
+			if (!strcmp(json_string_value(json_object_get(x, "id")) ?: "", rest + 13))
+				c = x;
+		if (!c) {
+			ipa_error(r, 404, "RequestedObjectNotFoundError", "Command not found", rest + 13);
+			return;
+		}
+		r->status = 200;
+		set_body(r, json_incref(c));
+		return;
+	}
+	if (strcmp(rest, "/v1/commands")) {
+		ipa_error(r, 404, "NotFound", "Not found", rest);
+		return;
+	}
+	if (method_is(q->method, "GET")) {
+		r->status = 200;
+		set_body(r, json_pack("{s:O}", "commands", m->cmds));
+		return;
+	}
+	if (strcmp(q->method, "POST")) {
+		wrong_method(r, "GET, HEAD, POST", q->method);
+		return;
+	}
+	if (!(j = body_object(q, r, false)))
+		return;
+	name = json_string_value(json_object_get(j, "name"));
+	params = json_object_get(j, "params");
+	if (!name || !(dot = strchr(name, '.')) || (params && !json_is_object(params))) {
+		ipa_error(r, 400, "InvalidContentError", "Invalid request body",
+			  "want {\"name\": \"<extension>.<command>\", \"params\": {...}}");
+		goto out;
+	}
+	if (!strcmp(name, "deploy.get_deploy_steps")) {
+		c = ipa_record(m, dot + 1, params, "SUCCEEDED",
+			       json_pack("{s:{s:[{s:s, s:i, s:s, s:b, s:{}}, {s:s, s:i, s:s, s:b, s:{}}]}, s:{s:s}}",
+					 "deploy_steps", "CoreOSInstallHardwareManager", "step", "install_coreos",
+					 "priority", 0, "interface", "deploy", "reboot_requested", 0, "argsinfo", "step",
+					 "start_assisted_install", "priority", 0, "interface", "deploy",
+					 "reboot_requested", 0, "argsinfo", "hardware_manager_version",
+					 "CoreOSInstallHardwareManager", "1"));
+	} else if (!strcmp(name, "deploy.execute_deploy_step")) {
+		const char *step = json_string_value(json_object_get(json_object_get(params, "step"), "step"));
+		if (m->assist_running) {
+			ipa_error(r, 409, "AgentIsBusy", "Agent is busy", "start_assisted_install is running");
+			goto out;
+		}
+		if (step && !strcmp(step, "start_assisted_install")) {
+			c = ipa_record(m, dot + 1, params, "RUNNING", NULL);
+			if (c) {
+				m->assist = m->assist_running = true;
+				snprintf(m->assist_id, sizeof(m->assist_id), "%s",
+					 json_string_value(json_object_get(c, "id")));
+				mark_changed(b, m);
+				if (b->wake)
+					b->wake(b->wake_arg);
+			}
+		} else {
+			c = ipa_record(m, dot + 1, params, "FAILED", NULL);
+			if (c)
+				json_object_set_new(c, "command_error",
+						    json_pack("{s:s, s:i, s:s, s:s}", "type", "InvalidCommandParamsError",
+							      "code", 400, "message", "Unknown deploy step", "details",
+							      step ? step : "(no params.step.step)"));
+		}
+	} else if (!strcmp(name, "standby.power_off")) {
+		/* The agent shuts its machine down; the BMC sees it off. */
+		c = ipa_record(m, dot + 1, params, "SUCCEEDED", NULL);
+		if (c) {
+			c = json_incref(c);
+			power_off(b, m);
+			r->status = 200;
+			set_body(r, c);
+			if (b->wake)
+				b->wake(b->wake_arg);
+			goto out;
+		}
+	} else if (!strcmp(name, "standby.sync") || !strcmp(name, "standby.get_partition_uuids") ||
+		   !strcmp(name, "log.collect_system_logs")) {
+		c = ipa_record(m, dot + 1, params, "SUCCEEDED", json_object());
+	} else {
+		ipa_error(r, 400, "InvalidCommandError", "Invalid command", name);
+		goto out;
+	}
+	if (!c) {
+		r->status = 500;
+		goto out;
+	}
+	r->status = 200;
+	set_body(r, json_incref(c));
+out:
+	json_decref(j);
+}
+
 /* ---- routing ---- */
 
 enum res { R_NONE, R_SYSTEM, R_RESET, R_NICS, R_NIC, R_MGR, R_VMS, R_VM, R_INSERT, R_EJECT };
@@ -840,6 +1073,24 @@ void bmc_handle(struct bmc *b, const struct bmc_request *q, struct bmc_reply *r)
 					    "1.8.0", "UUID", "5f0c0a94-6b1e-4a8a-9d5e-a9c3b1d0e001", "Product",
 					    "agenthub-agent simulate --bmc", "Systems", link(ROOT "/Systems"), "Managers",
 					    link(ROOT "/Managers"), "Links"));
+		return;
+	}
+	if (!strncmp(path, "/ipa/", 5)) {
+		const char *id = path + 5;
+		size_t idl = strcspn(id, "/");
+		pthread_mutex_lock(&b->lock);
+		for (unsigned i = 0; i < b->n; i++)
+			if (strlen(b->m[i].id) == idl && !strncmp(b->m[i].id, id, idl))
+				m = &b->m[i];
+		if (!m)
+			ipa_error(r, 404, "NotFound", "No such machine", "");
+		else
+			ipa_handle(b, m, id + idl, q, r);
+		pthread_mutex_unlock(&b->lock);
+		if (!strcmp(q->method, "HEAD")) {
+			free(r->body);
+			r->body = NULL;
+		}
 		return;
 	}
 	if (!auth_ok(b, q->authorization)) {

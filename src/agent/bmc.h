@@ -36,6 +36,23 @@
  * {"error": {"code": "Base.1.8.<MessageId>", "message", "@Message.ExtendedInfo": [...]}}.
  * No SessionService: sushy's SessionOrBasicAuth falls back to Basic auth.
  *
+ * The ironic agent's API (converged flow), the callback_url a machine running the ironic
+ * agent heartbeats with: http(s)://HOST:PORT/ipa/{id} (no Basic auth; the agent_token
+ * query argument must match the token the lookup gave, when it gave one):
+ *   GET  /ipa/{id}/v1/commands         {"commands": [command...]}
+ *   GET  /ipa/{id}/v1/commands/{cid}   one command: {"id", "command_name", "command_params",
+ *                                      "command_status" RUNNING|SUCCEEDED|FAILED,
+ *                                      "command_error", "command_result"}
+ *   POST /ipa/{id}/v1/commands         {"name": "<ext>.<cmd>", "params": {...}}:
+ *        deploy.get_deploy_steps       SUCCEEDED, CoreOSInstallHardwareManager's steps
+ *        deploy.execute_deploy_step    params.step.step "start_assisted_install": RUNNING, the
+ *                                      machine starts its assisted agent; SUCCEEDED when that
+ *                                      agent exits (the install reached Rebooting), FAILED if
+ *                                      the install failed; another step: FAILED; 409 while one runs
+ *        standby.power_off             the machine powers itself off
+ *        standby.sync, standby.get_partition_uuids, log.collect_system_logs   SUCCEEDED
+ *   503 when the machine is not running the ironic agent, 400 for an unknown command.
+ *
  * Machine behaviour: a reset that powers a machine on (On when off, ForceRestart,
  * GracefulRestart) boots it: the boot override when enabled (a Once override is then
  * cleared: Enabled Disabled, Target None), else the default order, disk (once an install
@@ -84,6 +101,7 @@ struct bmc_request {
 	const char *path;          /* no query string */
 	const char *authorization; /* the Authorization header, NULL when absent */
 	const char *if_match;      /* the If-Match header, NULL when absent */
+	const char *agent_token;   /* the agent_token query argument (ironic agent API), or NULL */
 	const char *body;
 	size_t len;
 	bool too_big;              /* the body was over the transport's bound */
@@ -113,6 +131,7 @@ struct bmc_power {
 	unsigned gen;        /* bumped by every boot and every power-off */
 	enum bmc_boot boot;
 	char *image;         /* BMC_BOOT_CD: the image URL (malloc'd), else NULL */
+	bool start_assisted; /* this boot's ironic agent was told to run start_assisted_install */
 };
 /* Machine i's state (caller frees ret->image).  0, -EINVAL (no such machine), -ENOMEM. */
 int bmc_machine_power(struct bmc *b, unsigned i, struct bmc_power *ret);
@@ -123,6 +142,13 @@ size_t bmc_take_changed(struct bmc *b, unsigned *ret_idx, size_t max);
  * it from now on when nothing overrides). */
 void bmc_set_disk_installed(struct bmc *b, unsigned i, bool installed);
 unsigned bmc_count(const struct bmc *b);
+
+/* The ironic agent (converged flow).  Machine i's boot `gen` runs the ironic agent, which
+ * got agent_token (may be NULL) from its lookup: its API answers from now until the next
+ * power event.  bmc_ipa_step_done() ends its start_assisted_install step (the assisted
+ * agent exited: ok, or failed with error). */
+void bmc_ipa_begin(struct bmc *b, unsigned i, unsigned gen, const char *agent_token);
+void bmc_ipa_step_done(struct bmc *b, unsigned i, unsigned gen, bool ok, const char *error);
 
 /* The manifests a hub needs for these machines: per machine a BMC credentials Secret
  * (<name>-bmc-secret: username, password) and a BareMetalHost <name> with bootMACAddress,

@@ -49,19 +49,23 @@ const char *const simulate_state_names[SIM_NSTATES] = {
 	[SIM_ERROR] = "error",               [SIM_REFUSED] = "refused",
 	[SIM_STOPPED_UPUA] = "stopped-upua", [SIM_OFF] = "off",
 	[SIM_BOOTING] = "booting",           [SIM_NOBOOT] = "no-boot",
-	[SIM_DISK] = "disk",
+	[SIM_DISK] = "disk",                 [SIM_IPA] = "ipa",
 };
 
 enum phase { PH_REGISTER, PH_GET, PH_REPLY, PH_CHECK, PH_GONE };
-enum req { REQ_NONE, REQ_REGISTER, REQ_GET, REQ_REPLY, REQ_PROGRESS, REQ_CHECK, REQ_WATCH, REQ_N };
+enum req { REQ_NONE, REQ_REGISTER, REQ_GET, REQ_REPLY, REQ_PROGRESS, REQ_CHECK, REQ_WATCH,
+	   REQ_INSPECT, REQ_LOOKUP, REQ_HEARTBEAT, REQ_N };
 static const char *const REQ_NAMES[REQ_N] = { "", "register", "instructions", "replies", "progress",
-					      "checks", "watches" };
+					      "checks", "watches", "inspections", "lookups", "heartbeats" };
 
 #define PEND_LOOP 1u
 #define PEND_STAGE 2u
 #define PEND_WATCH 4u  /* look at an installed host's state (--reboot-after) */
 #define PEND_REBOOT 8u /* reboot a stopped host into the discovery image */
 #define PEND_BOOT 16u  /* --bmc: read the virtual media image (start its download) */
+#define PEND_IPA 32u   /* --bmc: the ironic agent's next request */
+enum ipa_phase { IPA_NONE, IPA_INSPECT, IPA_LOOKUP, IPA_HEARTBEAT };
+#define IPA_DEFAULT_HEARTBEAT 300 /* Ironic's [agent]heartbeat_timeout default */
 #define BOOT_TRIES 3
 #define BOOT_RETRY_MS 5000
 
@@ -104,6 +108,11 @@ struct host {
 	unsigned boot_tries;
 	CURL *dl;            /* its download */
 	FILE *dlf;
+	/* the ironic agent of this boot (converged flow) */
+	bool ipa, assisted;  /* running it; its deploy step started the assisted agent */
+	unsigned char ipa_phase, ipa_tries;
+	unsigned hb_secs;
+	char *ipa_uuid, *ipa_token;
 };
 
 struct timer {
@@ -370,6 +379,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 static int start_request(struct sim *s, struct host *h, enum req kind, const char *method,
 			 const char *url, char *body)
 {
+	bool ipa = kind == REQ_INSPECT || kind == REQ_LOOKUP || kind == REQ_HEARTBEAT;
 	struct source *src = src_of(s, h);
 	char hdr[256];
 
@@ -401,10 +411,15 @@ static int start_request(struct sim *s, struct host *h, enum req kind, const cha
 	strbuf_reset(&h->resp);
 	h->body = body;
 	h->req = kind;
-	snprintf(hdr, sizeof(hdr), "X-Secret-Key: %s", src->cfg.token);
-	h->hdrs = curl_slist_append(NULL, hdr);
-	snprintf(hdr, sizeof(hdr), "discovery_agent_version: %s", src->cfg.agent_version);
-	h->hdrs = curl_slist_append(h->hdrs, hdr);
+	if (ipa) {
+		/* The pull secret token is the assisted service's, never Ironic's. */
+		h->hdrs = curl_slist_append(NULL, "X-OpenStack-Ironic-API-Version: 1.62");
+	} else {
+		snprintf(hdr, sizeof(hdr), "X-Secret-Key: %s", src->cfg.token);
+		h->hdrs = curl_slist_append(NULL, hdr);
+		snprintf(hdr, sizeof(hdr), "discovery_agent_version: %s", src->cfg.agent_version);
+		h->hdrs = curl_slist_append(h->hdrs, hdr);
+	}
 	if (body)
 		h->hdrs = curl_slist_append(h->hdrs, "Content-Type: application/json");
 	h->hdrs = curl_slist_append(h->hdrs, "Accept: application/json");
@@ -421,7 +436,7 @@ static int start_request(struct sim *s, struct host *h, enum req kind, const cha
 	curl_easy_setopt(h->easy, CURLOPT_TIMEOUT, 60L);
 	curl_easy_setopt(h->easy, CURLOPT_CONNECTTIMEOUT, 15L);
 	curl_easy_setopt(h->easy, CURLOPT_NOSIGNAL, 1L);
-	if (s->o->insecure || src->cfg.insecure) {
+	if (s->o->insecure || (ipa ? src->cfg.ipa_insecure : src->cfg.insecure)) {
 		curl_easy_setopt(h->easy, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(h->easy, CURLOPT_SSL_VERIFYHOST, 0L);
 	} else if (s->o->cacert) {
@@ -654,6 +669,7 @@ static void reboot_host(struct sim *s, struct host *h)
 }
 
 static void start_download(struct sim *s, struct host *h);
+static int ipa_action(struct sim *s, struct host *h);
 
 /* Start whatever the host has pending; a reboot goes first, then a progress report. */
 static void run_host(struct sim *s, struct host *h)
@@ -670,6 +686,17 @@ static void run_host(struct sim *s, struct host *h)
 		if (h->pending & PEND_BOOT) {
 			h->pending &= ~PEND_BOOT;
 			start_download(s, h);
+			continue;
+		}
+		if (h->pending & PEND_IPA) {
+			kind = PEND_IPA;
+			h->pending &= ~PEND_IPA;
+			r = ipa_action(s, h);
+			if (r < 0) {
+				s->errors++;
+				schedule(s, h, RETRY_MAX_MS, kind);
+				return;
+			}
 			continue;
 		}
 		if (h->pending & PEND_STAGE) {
@@ -849,6 +876,8 @@ static void on_progress(struct sim *s, struct host *h, bool ok, bool transient, 
 		 * just reported the simulated failure: this host's timeline ends. */
 		if (failed && ok)
 			set_state(s, h, SIM_FAILED);
+		if (failed && ok && h->assisted)
+			bmc_ipa_step_done(s->o->bmc, h->idx, h->bmc_gen, false, "the installation failed");
 		h->stages = NULL;
 		return;
 	}
@@ -858,6 +887,13 @@ static void on_progress(struct sim *s, struct host *h, bool ok, bool transient, 
 		h->rebooted = true; /* the discovery agent does not survive the reboot */
 		if (s->o->bmc)
 			bmc_set_disk_installed(s->o->bmc, h->idx, true);
+		if (h->assisted) {
+			/* The assisted agent exited: the deploy step is done, and the hub boots
+			 * the disk, where the rest of the timeline runs (bmc_apply). */
+			bmc_ipa_step_done(s->o->bmc, h->idx, h->bmc_gen, true, NULL);
+			h->stage_pos++;
+			return;
+		}
 		if (ms >= 0)
 			schedule(s, h, ms, PEND_WATCH);
 	}
@@ -868,6 +904,8 @@ static void on_progress(struct sim *s, struct host *h, bool ok, bool transient, 
 		h->phase = PH_GONE;
 	}
 }
+
+static void on_ipa(struct sim *s, struct host *h, bool ok, long code);
 
 static void on_done(struct sim *s, struct host *h, CURLcode cc)
 {
@@ -913,6 +951,11 @@ static void on_done(struct sim *s, struct host *h, CURLcode cc)
 	case REQ_WATCH:
 		on_watch(s, h, ok, code);
 		break;
+	case REQ_INSPECT:
+	case REQ_LOOKUP:
+	case REQ_HEARTBEAT:
+		on_ipa(s, h, ok, code);
+		break;
 	case REQ_NONE:
 	case REQ_N:
 		break;
@@ -941,7 +984,7 @@ static void print_status(struct sim *s)
 	for (int i = REQ_REGISTER; i < REQ_N; i++)
 		total += s->requests[i];
 	ADD(" requests=%lu", total);
-	for (int i = REQ_REGISTER; i < REQ_N; i++)
+	for (int i = REQ_REGISTER; i < (s->o->bmc ? REQ_N : REQ_INSPECT); i++)
 		ADD(" %s=%lu", REQ_NAMES[i], s->requests[i]);
 	ADD(" reboots=%lu", s->reboots);
 	if (s->o->bmc)
@@ -1074,6 +1117,8 @@ static void sim_release(struct sim *s)
 				fclose(h->dlf);
 			source_free(h->bsrc);
 			free(h->boot_url);
+			free(h->ipa_uuid);
+			free(h->ipa_token);
 		}
 	}
 	for (unsigned i = 0; i < s->npool; i++)
@@ -1191,6 +1236,132 @@ static void power_cut(struct sim *s, struct host *h)
 	free(h->boot_url);
 	h->boot_url = NULL;
 	h->boot_tries = 0;
+	h->ipa = h->assisted = false;
+	h->ipa_phase = IPA_NONE;
+	h->ipa_tries = 0;
+	free(h->ipa_uuid);
+	h->ipa_uuid = NULL;
+	if (h->ipa_token)
+		explicit_bzero(h->ipa_token, strlen(h->ipa_token));
+	free(h->ipa_token);
+	h->ipa_token = NULL;
+}
+
+/* The ironic agent's next request (converged flow). */
+static int ipa_action(struct sim *s, struct host *h)
+{
+	struct source *src = src_of(s, h);
+	const char *api = src->cfg.ipa_api_url;
+	size_t al = strlen(api);
+	char mac[18], *url = NULL, *body = NULL;
+	enum req kind;
+	int r;
+
+	while (al > 0 && api[al - 1] == '/')
+		al--;
+	fakehost_mac(&s->fleet, h->idx, mac);
+	switch (h->ipa_phase) {
+	case IPA_INSPECT: {
+		json_t *inv = fakehost_ipa_inventory(&s->fleet, h->idx);
+		if (!inv)
+			return -ENOMEM;
+		body = dump_steal(json_pack("{s:O, s:s, s:O, s:{s:[s], s:[]}}", "inventory", inv, "boot_interface",
+					    mac, "root_disk", json_array_get(json_object_get(inv, "disks"), 0),
+					    "configuration", "collectors", "default", "managers"));
+		json_decref(inv);
+		url = strdup(src->cfg.ipa_inspection_url);
+		kind = REQ_INSPECT;
+		break;
+	}
+	case IPA_LOOKUP:
+		if (asprintf(&url, "%.*s/v1/lookup?addresses=%s", (int)al, api, mac) < 0)
+			url = NULL;
+		kind = REQ_LOOKUP;
+		break;
+	case IPA_HEARTBEAT: {
+		char cb[512];
+		snprintf(cb, sizeof(cb), "%s/%s", s->o->ipa_callback ? s->o->ipa_callback : "", h->id);
+		body = dump_steal(json_pack("{s:s, s:s, s:s}", "callback_url", cb, "agent_token",
+					    h->ipa_token ? h->ipa_token : "", "agent_version", "agenthub-simulated"));
+		if (asprintf(&url, "%.*s/v1/heartbeat/%s", (int)al, api, h->ipa_uuid) < 0)
+			url = NULL;
+		kind = REQ_HEARTBEAT;
+		break;
+	}
+	default:
+		return 0;
+	}
+	if (!url || (h->ipa_phase != IPA_LOOKUP && !body)) {
+		free(url);
+		free(body);
+		return -ENOMEM;
+	}
+	r = start_request(s, h, kind, body ? "POST" : "GET", url, body);
+	free(url);
+	return r < 0 ? r : 1;
+}
+
+static void on_ipa(struct sim *s, struct host *h, bool ok, long code)
+{
+	json_t *j = NULL;
+	int64_t ms;
+
+	switch (h->ipa_phase) {
+	case IPA_INSPECT:
+		/* As the agent does: a failed inspection is logged and the agent goes on. */
+		if (!ok && ++h->ipa_tries < 3) {
+			schedule(s, h, 10000, PEND_IPA);
+			return;
+		}
+		if (!ok)
+			fprintf(stderr, "simulate: machine %s: inspection data refused (HTTP %ld)\n", h->id, code);
+		h->ipa_tries = 0;
+		h->ipa_phase = IPA_LOOKUP;
+		make_ready(s, h, PEND_IPA);
+		return;
+	case IPA_LOOKUP: {
+		const char *uuid, *token;
+		json_int_t hb;
+
+		j = ok ? json_loadb(h->resp.buf, h->resp.len, 0, NULL) : NULL;
+		uuid = json_string_value(json_object_get(json_object_get(j, "node"), "uuid"));
+		if (!uuid || !*uuid || strlen(uuid) > 64 || strpbrk(uuid, "/?#% ")) {
+			/* Not found yet (or not a node): look again, backing off to 30 s. */
+			ms = 5000LL << (h->ipa_tries < 3 ? h->ipa_tries++ : 3);
+			schedule(s, h, cap_ms(s, ms > 30000 ? 30000 : ms), PEND_IPA);
+			json_decref(j);
+			return;
+		}
+		token = json_string_value(json_object_get(json_object_get(j, "config"), "agent_token"));
+		hb = json_integer_value(json_object_get(json_object_get(j, "config"), "heartbeat_timeout"));
+		h->ipa_uuid = strdup(uuid);
+		h->ipa_token = token ? strdup(token) : NULL;
+		h->hb_secs = hb > 0 && hb <= 3600 ? (unsigned)hb : IPA_DEFAULT_HEARTBEAT;
+		json_decref(j);
+		if (!h->ipa_uuid) {
+			s->errors++;
+			schedule(s, h, RETRY_MAX_MS, PEND_IPA);
+			return;
+		}
+		bmc_ipa_begin(s->o->bmc, h->idx, h->bmc_gen, h->ipa_token);
+		h->ipa_tries = 0;
+		h->ipa_phase = IPA_HEARTBEAT;
+		make_ready(s, h, PEND_IPA);
+		return;
+	}
+	case IPA_HEARTBEAT:
+		/* Every 0.3-0.6 heartbeat_timeout, as the agent; sooner after a conflict or
+		 * an error. */
+		if (ok)
+			ms = (int64_t)h->hb_secs * (300 + (int64_t)(xorshift(&s->rng) % 301));
+		else
+			ms = 5000;
+		ms = cap_ms(s, ms);
+		schedule(s, h, ms < 1000 ? 1000 : ms, PEND_IPA);
+		return;
+	default:
+		return;
+	}
 }
 
 /* Machine h's BMC changed its power: apply what it now runs. */
@@ -1203,6 +1374,13 @@ static void bmc_apply(struct sim *s, struct host *h)
 		return;
 	}
 	if (p.gen == h->bmc_gen) {
+		/* The same boot: the ironic agent's deploy step may have started. */
+		if (p.start_assisted && h->ipa && !h->assisted) {
+			h->assisted = true;
+			h->phase = PH_REGISTER;
+			set_state(s, h, SIM_UNREGISTERED);
+			make_ready(s, h, PEND_LOOP);
+		}
 		free(p.image);
 		return;
 	}
@@ -1343,6 +1521,14 @@ static void on_download(struct sim *s, struct host *h, CURLcode cc)
 		return;
 	}
 	h->bsrc = src;
+	if (src->cfg.ipa_api_url) {
+		/* The ironic agent runs; the assisted agent waits for its deploy step. */
+		h->ipa = true;
+		h->ipa_phase = src->cfg.ipa_inspection_url ? IPA_INSPECT : IPA_LOOKUP;
+		set_state(s, h, SIM_IPA);
+		make_ready(s, h, PEND_IPA);
+		return;
+	}
 	h->phase = PH_REGISTER;
 	set_state(s, h, SIM_UNREGISTERED);
 	make_ready(s, h, PEND_LOOP);

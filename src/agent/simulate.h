@@ -43,6 +43,18 @@
  * its disk, which the BMC is told holds an install.  Hosts stopped in
  * unbinding-pending-user-action wait for the BMC (the hub) to reboot them.
  *
+ * Converged flow: when the booted image's Ignition runs the ironic agent
+ * (fakehost_config.ipa_api_url), the machine runs it instead of the assisted agent, as
+ * ironic-python-agent does: it POSTs its inventory to inspection_callback_url (when set;
+ * 3 tries), looks its node up (GET <api_url>/v1/lookup?addresses=<boot MAC>: node.uuid,
+ * config.agent_token, config.heartbeat_timeout, default 300) and heartbeats (POST
+ * <api_url>/v1/heartbeat/<node uuid> {callback_url, agent_token, agent_version} every
+ * 0.3-0.6 heartbeat_timeout, capped by max_poll_seconds) until the power goes.  Its
+ * commands API is served by the BMC (bmc.h, /ipa/<id>); the deploy step
+ * start_assisted_install starts the assisted agent, and the step ends (SUCCEEDED) when
+ * the install reaches Rebooting: the machine then waits, its install timeline paused,
+ * for the hub to power it off and boot its disk, where the rest of the timeline runs.
+ *
  * Not thread-safe: one simulation per process (it installs signal handlers). */
 #ifndef AH_AGENT_SIMULATE_H
 #define AH_AGENT_SIMULATE_H
@@ -80,6 +92,8 @@ struct simulate_opts {
 				     * its own keep-alive connection, as a real agent does) */
 	struct bmc *bmc;            /* with a BMC (bmc.h): no sources; machine i is off until its
 				     * BMC powers it on, then runs what it boots (see below) */
+	const char *ipa_callback;   /* with a BMC: "http(s)://HOST:PORT/ipa", the ironic agents'
+				     * API (bmc.h); a machine's callback_url is this + "/<id>" */
 };
 
 #define SIMULATE_MAX_DOWNLOADS 8
@@ -117,6 +131,7 @@ enum simulate_state {
 	SIM_BOOTING,      /* --bmc: reading the virtual media image (downloading the ISO) */
 	SIM_NOBOOT,       /* --bmc: powered on with nothing to boot */
 	SIM_DISK,         /* --bmc: running the installed system from its disk (no agent) */
+	SIM_IPA,          /* --bmc: running the ironic agent, its assisted agent not started */
 	SIM_NSTATES
 };
 extern const char *const simulate_state_names[SIM_NSTATES];

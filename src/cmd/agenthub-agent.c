@@ -202,7 +202,8 @@ static enum http_result bmc_http(void *ud, struct http_req *req)
 {
 	struct bmc_request q = { .method = req->method, .path = req->path,
 				 .authorization = http_header(req, "Authorization"),
-				 .if_match = http_header(req, "If-Match"), .body = req->body.buf ? req->body.buf : "",
+				 .if_match = http_header(req, "If-Match"),
+				 .agent_token = http_query(req, "agent_token"), .body = req->body.buf ? req->body.buf : "",
 				 .len = req->body.len, .too_big = req->too_big };
 	struct bmc_reply r;
 	struct http_response *resp;
@@ -235,7 +236,7 @@ static int run_bmc(struct simulate_opts *o, const struct bmc_cli *bc)
 	struct bmc *b = NULL;
 	struct http_server *srv = NULL;
 	struct creds creds = { 0 };
-	char host[256], addr[300], tlsdir[4096];
+	char host[256], addr[300], tlsdir[4096], ipa[400];
 	const char *colon;
 	ah_err err = { 0 };
 	int rc = 2, fd;
@@ -351,6 +352,8 @@ static int run_bmc(struct simulate_opts *o, const struct bmc_cli *bc)
 		bc->tls ? "https" : "http", addr, o->hosts, bc->manifests);
 	if (bc->tls)
 		fprintf(stderr, "simulate: BMC: its CA is %s/ca.crt\n", tlsdir);
+	snprintf(ipa, sizeof(ipa), "%s://%s/ipa", bc->tls ? "https" : "http", addr);
+	o->ipa_callback = ipa;
 	o->bmc = b;
 	rc = 0;
 	if (simulate_run(o, &err) < 0) {

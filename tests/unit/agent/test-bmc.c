@@ -435,6 +435,99 @@ static void test_manifests(void **state)
 	bmc_free(b);
 }
 
+static unsigned ipa_req(struct bmc *b, const char *method, const char *path, const char *token, const char *body,
+			json_t **ret)
+{
+	struct bmc_request q = { .method = method, .path = path, .agent_token = token, .body = body ? body : "",
+				 .len = body ? strlen(body) : 0 };
+	struct bmc_reply r;
+	unsigned st;
+
+	bmc_handle(b, &q, &r);
+	st = r.status;
+	if (ret)
+		*ret = r.body ? json_loads(r.body, 0, NULL) : NULL;
+	bmc_reply_release(&r);
+	return st;
+}
+
+/* The ironic agent's commands API: only while the boot runs the agent, with its token;
+ * the deploy step starts the assisted agent and ends when the simulator says so. */
+static void test_ipa_commands(void **state)
+{
+	struct bmc *b = new_bmc();
+	struct bmc_power p;
+	unsigned idx[4];
+	json_t *j;
+	const char *cmds = "/ipa/" ID0 "/v1/commands";
+	const char *step = "{\"name\": \"deploy.execute_deploy_step\", \"params\": {\"step\": {\"interface\": "
+			   "\"deploy\", \"step\": \"start_assisted_install\", \"args\": {}, \"priority\": 80}}}";
+	char cid[40];
+
+	/* Off, or on but not running the agent: 503. */
+	assert_int_equal(ipa_req(b, "GET", cmds, NULL, NULL, NULL), 503);
+	reset_to(b, "On");
+	assert_int_equal(bmc_take_changed(b, idx, 4), 1);
+	assert_int_equal(bmc_machine_power(b, 0, &p), 0);
+	assert_int_equal(ipa_req(b, "GET", cmds, NULL, NULL, NULL), 503);
+	/* A stale boot cannot start the agent. */
+	bmc_ipa_begin(b, 0, p.gen - 1, "tok");
+	assert_int_equal(ipa_req(b, "GET", cmds, NULL, NULL, NULL), 503);
+	bmc_ipa_begin(b, 0, p.gen, "tok");
+	assert_int_equal(ipa_req(b, "GET", cmds, NULL, NULL, NULL), 401);
+	assert_int_equal(ipa_req(b, "GET", cmds, "bad", NULL, NULL), 401);
+	assert_int_equal(ipa_req(b, "GET", cmds, "tok", NULL, &j), 200);
+	assert_int_equal(json_array_size(json_object_get(j, "commands")), 0);
+	json_decref(j);
+	assert_int_equal(ipa_req(b, "GET", "/ipa/nope/v1/commands", "tok", NULL, NULL), 404);
+	/* Bad commands. */
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok", "{\"name\": \"nodot\"}", NULL), 400);
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok", "{\"name\": \"x.y\"}", NULL), 400);
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok", "{", NULL), 400);
+	/* The deploy steps the agent offers. */
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok", "{\"name\": \"deploy.get_deploy_steps\", \"params\": {}}", &j),
+			 200);
+	assert_string_equal(json_string_value(json_object_get(j, "command_status")), "SUCCEEDED");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(
+		json_object_get(j, "command_result"), "deploy_steps"), "CoreOSInstallHardwareManager"), 1), "step")),
+		"start_assisted_install");
+	json_decref(j);
+	assert_false(p.start_assisted);
+	/* start_assisted_install: RUNNING, the machine is told, a second one is refused. */
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok", step, &j), 200);
+	assert_string_equal(json_string_value(json_object_get(j, "command_status")), "RUNNING");
+	snprintf(cid, sizeof(cid), "%s", json_string_value(json_object_get(j, "id")));
+	json_decref(j);
+	assert_int_equal(bmc_take_changed(b, idx, 4), 1);
+	assert_int_equal(bmc_machine_power(b, 0, &p), 0);
+	assert_true(p.start_assisted);
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok", step, NULL), 409);
+	/* The assisted agent exits: SUCCEEDED, seen in the list and by id. */
+	bmc_ipa_step_done(b, 0, p.gen, true, NULL);
+	{
+		char path[160];
+		snprintf(path, sizeof(path), "%s/%s", cmds, cid);
+		assert_int_equal(ipa_req(b, "GET", path, "tok", NULL, &j), 200);
+		assert_string_equal(json_string_value(json_object_get(j, "command_status")), "SUCCEEDED");
+		json_decref(j);
+	}
+	assert_int_equal(ipa_req(b, "GET", cmds, "tok", NULL, &j), 200);
+	assert_int_equal(json_array_size(json_object_get(j, "commands")), 2);
+	json_decref(j);
+	/* An unknown step fails; standby.power_off powers the machine off, and the agent is gone. */
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok",
+				 "{\"name\": \"deploy.execute_deploy_step\", \"params\": {\"step\": {\"step\": \"x\"}}}", &j),
+			 200);
+	assert_string_equal(json_string_value(json_object_get(j, "command_status")), "FAILED");
+	json_decref(j);
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok", "{\"name\": \"standby.power_off\", \"params\": {}}", NULL), 200);
+	assert_int_equal(bmc_machine_power(b, 0, &p), 0);
+	assert_false(p.on);
+	assert_false(p.start_assisted);
+	assert_int_equal(ipa_req(b, "GET", cmds, "tok", NULL, NULL), 503);
+	bmc_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -444,6 +537,7 @@ int main(void)
 		cmocka_unit_test(test_virtual_media),
 		cmocka_unit_test(test_bounds_and_oddities),
 		cmocka_unit_test(test_manifests),
+		cmocka_unit_test(test_ipa_commands),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
