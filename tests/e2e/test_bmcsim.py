@@ -52,7 +52,9 @@ class Bmc:
         return int(re.search(rf" {re.escape(key)}=(\d+)", line).group(1))
 
     def call(self, method, path, body=None, auth=AUTH, headers=None, raw=None):
-        if path.startswith("/redfish"):  # an @odata.id
+        if path.startswith("http"):
+            url = path
+        elif path.startswith("/redfish"):  # an @odata.id
             url = self.url.split("/redfish/", 1)[0] + path
         else:
             url = self.url.rstrip("/") + path
@@ -348,3 +350,148 @@ def test_install_then_disk_boot_then_reboot_into_discovery(hub_factory, tmp_path
     wait_bound_reason(hub, name, "Unbound", timeout=120)
     wait_for(lambda: hub.kubectl_json("-n", NS, "get", "agent", name)["status"]["debugInfo"]["state"]
              == "known-unbound", timeout=90, what="known-unbound again")
+
+
+class IronicStandIn:
+    """The part of Ironic's API the ironic agent calls (lookup, heartbeat, inspection
+    data), on a free loopback port, recording what arrives.  It stands in for the hub's
+    own Ironic side (another branch) so this test checks the machine's half alone; the
+    conductor's calls to the agent are made by the test."""
+
+    NODE = "8f0e3b43-55c5-4f3c-9a54-5a3f3b9f2c01"
+    TOKEN = "agent-token-1"
+
+    def __init__(self):
+        import http.server
+        import threading
+        outer = self
+        self.inspections, self.lookups, self.heartbeats = [], [], []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def reply(self, code, obj=None):
+                body = json.dumps(obj).encode() if obj is not None else b""
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                if self.path.startswith("/v1/lookup?"):
+                    outer.lookups.append((self.path, dict(self.headers)))
+                    return self.reply(200, {"node": {"uuid": outer.NODE, "properties": {}},
+                                            "config": {"heartbeat_timeout": 10, "agent_token": outer.TOKEN}})
+                self.reply(404, {"error_message": "not found"})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                if self.path == "/v1/continue":
+                    outer.inspections.append(body)
+                    return self.reply(200, {"uuid": outer.NODE})
+                if self.path == f"/v1/heartbeat/{outer.NODE}":
+                    outer.heartbeats.append(body)
+                    return self.reply(202)
+                self.reply(404, {"error_message": "not found"})
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def ironic_override(api_url):
+    """The ironic agent's Ignition as the hub's PPI controller adds it (upstream:
+    /etc/ironic-python-agent.conf and ironic-agent.service; agent.service disabled)."""
+    import urllib.parse
+    conf = (f"\n[DEFAULT]\napi_url = {api_url}\ninspection_callback_url = {api_url}/v1/continue\n"
+            "insecure = True\n\ncollect_lldp = True\n")
+    return json.dumps({
+        "ignition": {"version": "3.2.0"},
+        "storage": {"files": [{"path": "/etc/ironic-python-agent.conf", "mode": 420, "overwrite": False,
+                               "contents": {"source": "data:," + urllib.parse.quote(conf)}}]},
+        "systemd": {"units": [{"name": "ironic-agent.service", "enabled": True,
+                               "contents": "[Unit]\nDescription=Ironic Agent\n[Service]\nExecStart=/bin/true\n"
+                                           "[Install]\nWantedBy=multi-user.target\n"},
+                              {"name": "agent.service", "enabled": False}]}})
+
+
+def test_converged_machine_runs_ironic_agent_until_told(fast_hub, tmp_path, sims):
+    """Booted from an image whose Ignition runs the ironic agent, the machine inspects,
+    looks up and heartbeats to the Ironic API, and registers with the assisted service
+    only once the deploy step start_assisted_install arrives on its callback URL."""
+    hub = fast_hub
+    ironic = IronicStandIn()
+    try:
+        setup_infraenv(hub)  # the namespace and the pull secret
+        hub.apply_obj({"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "InfraEnv",
+                       "metadata": {"name": "converged", "namespace": NS},
+                       "spec": {"pullSecretRef": {"name": "pull-secret"},
+                                "ignitionConfigOverride": ironic_override(ironic.url)}})
+        hub.kubectl("-n", NS, "wait", "--for=condition=ImageCreated", "infraenv/converged", "--timeout=30s")
+        ie = hub.kubectl_json("-n", NS, "get", "infraenv", "converged")
+        before = {a["metadata"]["name"] for a in hub.kubectl_json("-n", NS, "get", "agents")["items"]}
+        b = Bmc(tmp_path, hosts=1, args=["--cacert", str(hub.ca_path), "--max-poll-seconds", "1"])
+        sims.append(b)
+        st, _, systems = b.call("GET", "/Systems")
+        sys_path = systems["Members"][0]["@odata.id"]
+        st, _, system = b.call("GET", sys_path)
+        reset = system["Actions"]["#ComputerSystem.Reset"]["target"]
+        cd = system["VirtualMedia"]["@odata.id"] + "/Cd"
+        # prepare_ramdisk: power off, eject, insert, Cd Once, power on.
+        assert b.call("POST", reset, {"ResetType": "ForceOff"})[0] == 204
+        assert b.call("POST", cd + "/Actions/VirtualMedia.EjectMedia", {})[0] == 204
+        assert b.call("POST", cd + "/Actions/VirtualMedia.InsertMedia", {"Image": ie["status"]["isoDownloadURL"]})[0] == 204
+        assert b.call("PATCH", sys_path, {"Boot": {"BootSourceOverrideTarget": "Cd",
+                                                   "BootSourceOverrideEnabled": "Once"}})[0] == 204
+        assert b.call("POST", reset, {"ResetType": "On"})[0] == 204
+
+        wait_for(lambda: len(ironic.heartbeats) >= 2, timeout=60, what="two heartbeats")
+        inv = ironic.inspections[0]["inventory"]
+        mac = inv["interfaces"][0]["mac_address"]
+        assert ironic.inspections[0]["boot_interface"] == mac
+        assert f"addresses={mac}" in ironic.lookups[0][0]
+        hb = ironic.heartbeats[0]
+        assert hb["agent_token"] == IronicStandIn.TOKEN
+        callback = hb["callback_url"]
+        assert callback == b.url.split("/redfish/")[0] + "/ipa/" + system["Id"]
+        assert b.status("ipa") == 1
+        after = {a["metadata"]["name"] for a in hub.kubectl_json("-n", NS, "get", "agents")["items"]}
+        assert after == before, "the assisted agent must wait for the deploy step"
+
+        # The conductor: the agent's commands API, with the token the lookup gave.
+        cmds = callback + "/v1/commands/?wait=false&agent_token=" + IronicStandIn.TOKEN
+        st, _, body = b.call("POST", cmds, {"name": "deploy.execute_deploy_step", "params": {}}, auth=None)
+        assert st == 200 and body["command_status"] == "FAILED"  # no step named
+        st, _, body = b.call("GET", callback + "/v1/commands", auth=None)
+        assert st == 401  # no token
+        step = {"name": "deploy.execute_deploy_step",
+                "params": {"step": {"interface": "deploy", "step": "start_assisted_install", "args": {},
+                                    "priority": 80}, "node": {"uuid": IronicStandIn.NODE}, "ports": []}}
+        st, _, body = b.call("POST", cmds, step, auth=None)
+        assert st == 200 and body["command_status"] == "RUNNING", body
+
+        def agent():
+            items = [a for a in hub.kubectl_json("-n", NS, "get", "agents")["items"]
+                     if a["metadata"]["name"] not in before
+                     and a.get("status", {}).get("debugInfo", {}).get("state") == "known-unbound"]
+            return items[0] if items else None
+        a = wait_for(agent, timeout=90, what="the Agent once the deploy step started it")
+        assert a["metadata"]["name"] == system["Id"]
+        assert mac in [i["macAddress"] for i in a["status"]["inventory"]["interfaces"]]
+        st, _, body = b.call("GET", callback + "/v1/commands?agent_token=" + IronicStandIn.TOKEN, auth=None)
+        assert body["commands"][-1]["command_status"] == "RUNNING"
+        n = len(ironic.heartbeats)
+        wait_for(lambda: len(ironic.heartbeats) > n, timeout=30, what="heartbeats while the step runs")
+        # Powered off: the agent API is gone with it.
+        assert b.call("POST", reset, {"ResetType": "ForceOff"})[0] == 204
+        st, _, _ = b.call("GET", callback + "/v1/commands?agent_token=" + IronicStandIn.TOKEN, auth=None)
+        assert st == 503
+    finally:
+        ironic.stop()
