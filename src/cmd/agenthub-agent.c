@@ -65,7 +65,9 @@ static void usage(FILE *f)
 	      "Basic auth with --bmc-user/--bmc-password (default admin/password).  A machine powered\n"
 	      "on from the virtual CD downloads the inserted image (--cacert/--insecure apply) and runs\n"
 	      "as a discovery host; from its disk after an install it runs the installed system.\n"
-	      "Use --seed to keep the same machines (MACs, system ids) across runs.\n",
+	      "Use --seed to keep the same machines (MACs, system ids) across runs.  A machine whose\n"
+	      "image runs the ironic agent (converged flow) talks to Ironic's API instead and starts\n"
+	      "its assisted agent when the deploy step arrives at http(s)://HOST:PORT/ipa/<id>.\n",
 	      f);
 }
 
