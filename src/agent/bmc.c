@@ -919,8 +919,11 @@ static void ipa_handle(struct bmc *b, struct machine *m, const char *rest, const
 					 "CoreOSInstallHardwareManager", "1"));
 	} else if (!strcmp(name, "deploy.execute_deploy_step")) {
 		const char *step = json_string_value(json_object_get(json_object_get(params, "step"), "step"));
-		if (m->assist_running) {
-			ipa_error(r, 409, "AgentIsBusy", "Agent is busy", "start_assisted_install is running");
+		if (m->assist_running || (m->assist && step && !strcmp(step, "start_assisted_install"))) {
+			/* One assisted agent per boot: a second start is refused too. */
+			ipa_error(r, 409, "AgentIsBusy", "Agent is busy",
+				  m->assist_running ? "start_assisted_install is running"
+						    : "start_assisted_install already ran in this boot");
 			goto out;
 		}
 		if (step && !strcmp(step, "start_assisted_install")) {

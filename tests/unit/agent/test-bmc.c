@@ -511,6 +511,7 @@ static void test_ipa_commands(void **state)
 		assert_string_equal(json_string_value(json_object_get(j, "command_status")), "SUCCEEDED");
 		json_decref(j);
 	}
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok", step, NULL), 409); /* once per boot */
 	assert_int_equal(ipa_req(b, "GET", cmds, "tok", NULL, &j), 200);
 	assert_int_equal(json_array_size(json_object_get(j, "commands")), 2);
 	json_decref(j);
