@@ -549,6 +549,8 @@ static char *flag_value(const char *cmd, const char *flag)
 	return NULL;
 }
 
+static int ipa_config(const json_t *ign, struct fakehost_config *c, ah_err *err);
+
 int fakehost_config_from_ignition(const char *ign_json, struct fakehost_config *ret, ah_err *err)
 {
 	struct fakehost_config c = { 0 };
@@ -621,6 +623,8 @@ int fakehost_config_from_ignition(const char *ign_json, struct fakehost_config *
 			}
 		}
 	}
+	if ((r = ipa_config(ign, &c, err)) < 0)
+		goto out;
 	*ret = c;
 	memset(&c, 0, sizeof(c));
 	r = 0;
@@ -636,6 +640,140 @@ out:
 	return r;
 }
 
+/* The value of `key = value` in an ini text, up to a comma or the end of the line
+ * (malloc'd), or NULL. */
+static char *ini_value(const char *text, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		const char *v = line;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (strncmp(v, key, kl))
+			continue;
+		v += kl;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (*v != '=')
+			continue;
+		v++;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		return strndup(v, strcspn(v, ",\r\n \t"));
+	}
+	return NULL;
+}
+
+/* The ironic agent's configuration, when the Ignition starts it (converged flow). */
+static int ipa_config(const json_t *ign, struct fakehost_config *c, ah_err *err)
+{
+	const json_t *u, *file;
+	char *conf = NULL, *insecure;
+	bool unit = false;
+	size_t k;
+
+	json_array_foreach(json_object_get(json_object_get(ign, "systemd"), "units"), k, u)
+		if (!strcmp(json_string_value(json_object_get(u, "name")) ?: "", "ironic-agent.service") &&
+		    !json_is_false(json_object_get(u, "enabled")))
+			unit = true;
+	if (!unit)
+		return 0;
+	json_array_foreach(json_object_get(json_object_get(ign, "storage"), "files"), k, file) {
+		const char *src;
+		if (strcmp(json_string_value(json_object_get(file, "path")) ?: "", "/etc/ironic-python-agent.conf"))
+			continue;
+		src = json_string_value(json_object_get(json_object_get(file, "contents"), "source"));
+		free(conf);
+		conf = NULL;
+		if (!src || data_url_decode(src, &conf) < 0)
+			return ah_err_set(err, EINVAL, 0, "", "ignition file /etc/ironic-python-agent.conf: bad data URL");
+	}
+	if (!conf)
+		return 0;
+	c->ipa_api_url = ini_value(conf, "api_url");
+	c->ipa_inspection_url = ini_value(conf, "inspection_callback_url");
+	insecure = ini_value(conf, "insecure");
+	c->ipa_insecure = insecure && (!strcasecmp(insecure, "true") || !strcmp(insecure, "1"));
+	free(insecure);
+	free(conf);
+	if (!c->ipa_api_url || (strncmp(c->ipa_api_url, "http://", 7) && strncmp(c->ipa_api_url, "https://", 8)))
+		return ah_err_set(err, EINVAL, 0, "", "/etc/ironic-python-agent.conf: api_url is missing or not an "
+				  "http(s) URL");
+	if (c->ipa_inspection_url && !*c->ipa_inspection_url) {
+		free(c->ipa_inspection_url);
+		c->ipa_inspection_url = NULL;
+	}
+	return 0;
+}
+
+json_t *fakehost_ipa_inventory(const struct fakehost_fleet *f, unsigned i)
+{
+	json_t *a = fakehost_inventory(f, i), *inv = NULL, *nics = json_array(), *disks = json_array();
+	const json_t *n, *d, *cpu, *mem;
+	size_t k;
+
+	if (!a || !nics || !disks)
+		goto out;
+	json_array_foreach(json_object_get(a, "interfaces"), k, n) {
+		const char *cidr = json_string_value(json_array_get(json_object_get(n, "ipv4_addresses"), 0)) ?: "";
+		json_array_append_new(nics, json_pack("{s:s, s:s, s:s%, s:n, s:b, s:n, s:s, s:s, s:n, s:n, s:I}", "name",
+						      json_string_value(json_object_get(n, "name")) ?: "", "mac_address",
+						      json_string_value(json_object_get(n, "mac_address")) ?: "",
+						      "ipv4_address", cidr, strcspn(cidr, "/"), "ipv6_address",
+						      "has_carrier", 1, "lldp", "vendor",
+						      json_string_value(json_object_get(n, "vendor")) ?: "", "product",
+						      json_string_value(json_object_get(n, "product")) ?: "", "client_id",
+						      "biosdevname", "speed_mbps",
+						      json_integer_value(json_object_get(n, "speed_mbps"))));
+	}
+	json_array_foreach(json_object_get(a, "disks"), k, d) {
+		if (json_is_true(json_object_get(d, "is_installation_media")))
+			continue; /* IPA lists block devices, not the virtual CD */
+		json_array_append_new(disks, json_pack("{s:s, s:s, s:I, s:b, s:s, s:s, s:s, s:n, s:n, s:s, s:s}", "name",
+						       json_string_value(json_object_get(d, "path")) ?: "", "model",
+						       json_string_value(json_object_get(d, "model")) ?: "", "size",
+						       json_integer_value(json_object_get(d, "size_bytes")), "rotational",
+						       !strcmp(json_string_value(json_object_get(d, "drive_type")) ?: "", "HDD"),
+						       "wwn", json_string_value(json_object_get(d, "wwn")) ?: "", "serial",
+						       json_string_value(json_object_get(d, "serial")) ?: "", "vendor",
+						       json_string_value(json_object_get(d, "vendor")) ?: "",
+						       "wwn_with_extension", "wwn_vendor_extension", "hctl",
+						       json_string_value(json_object_get(d, "hctl")) ?: "", "by_path",
+						       json_string_value(json_object_get(d, "by_path")) ?: ""));
+	}
+	cpu = json_object_get(a, "cpu");
+	mem = json_object_get(a, "memory");
+	inv = json_pack("{s:o, s:{s:s, s:s, s:i, s:s, s:O}, s:o, s:{s:I, s:I}, s:s, s:n,"
+			" s:{s:s, s:s, s:s, s:{}}, s:{s:s, s:s}, s:s}",
+			"interfaces", nics,
+			"cpu", "model_name", json_string_value(json_object_get(cpu, "model_name")) ?: "", "frequency",
+			"2400", "count", (int)json_integer_value(json_object_get(cpu, "count")), "architecture",
+			json_string_value(json_object_get(cpu, "architecture")) ?: "", "flags",
+			json_object_get(cpu, "flags"),
+			"disks", disks,
+			"memory", "total", json_integer_value(json_object_get(mem, "usable_bytes")), "physical_mb",
+			json_integer_value(json_object_get(mem, "physical_bytes")) / (1024 * 1024),
+			"bmc_address", "0.0.0.0", "bmc_v6address",
+			"system_vendor", "product_name",
+			json_string_value(json_object_get(json_object_get(a, "system_vendor"), "product_name")) ?: "",
+			"serial_number",
+			json_string_value(json_object_get(json_object_get(a, "system_vendor"), "serial_number")) ?: "",
+			"manufacturer",
+			json_string_value(json_object_get(json_object_get(a, "system_vendor"), "manufacturer")) ?: "",
+			"firmware",
+			"boot", "current_boot_mode", "uefi", "pxe_interface",
+			json_string_value(json_object_get(json_array_get(json_object_get(a, "interfaces"), 0),
+							  "mac_address")) ?: "",
+			"hostname", json_string_value(json_object_get(a, "hostname")) ?: "");
+	nics = disks = NULL; /* json_pack's "o" took them, also on failure */
+out:
+	json_decref(nics);
+	json_decref(disks);
+	json_decref(a);
+	return inv;
+}
+
 void fakehost_config_release(struct fakehost_config *c)
 {
 	free(c->service_url);
@@ -643,5 +781,7 @@ void fakehost_config_release(struct fakehost_config *c)
 	free(c->agent_version);
 	free(c->token);
 	free(c->ca_pem);
+	free(c->ipa_api_url);
+	free(c->ipa_inspection_url);
 	memset(c, 0, sizeof(*c));
 }

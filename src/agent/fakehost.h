@@ -69,11 +69,24 @@ struct fakehost_config {
 	char *token;         /* PULL_SECRET_TOKEN, "" when absent (secret) */
 	char *ca_pem;        /* contents of the --cacert file, NULL when absent */
 	bool insecure;       /* --insecure=true */
+	/* The ironic agent's configuration (converged flow): set when the Ignition has an
+	 * enabled ironic-agent.service and /etc/ironic-python-agent.conf, from its
+	 * api_url, inspection_callback_url (the first URL of each comma-separated list)
+	 * and insecure; NULL/false otherwise. */
+	char *ipa_api_url;
+	char *ipa_inspection_url;
+	bool ipa_insecure;
 };
 
 /* Parse ign_json.  0, -EINVAL (no agent.service, no --url/--infra-env-id, bad JSON or
  * data URL; message in err) or -ENOMEM.  On success the caller releases *ret. */
 int fakehost_config_from_ignition(const char *ign_json, struct fakehost_config *ret, ah_err *err);
 void fakehost_config_release(struct fakehost_config *c);
+
+/* Host i's hardware as ironic-python-agent reports it (its inventory: interfaces with
+ * mac_address and ipv4_address, cpu, disks with size and rotational, memory with total
+ * and physical_mb, system_vendor, boot, bmc_address, hostname), the same machine as
+ * fakehost_inventory().  New reference, NULL on OOM. */
+json_t *fakehost_ipa_inventory(const struct fakehost_fleet *f, unsigned i);
 
 #endif

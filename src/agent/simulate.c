@@ -47,18 +47,27 @@ const char *const simulate_state_names[SIM_NSTATES] = {
 	[SIM_PREPARING] = "preparing",       [SIM_INSTALLING] = "installing",
 	[SIM_INSTALLED] = "installed",       [SIM_FAILED] = "failed",
 	[SIM_ERROR] = "error",               [SIM_REFUSED] = "refused",
-	[SIM_STOPPED_UPUA] = "stopped-upua",
+	[SIM_STOPPED_UPUA] = "stopped-upua", [SIM_OFF] = "off",
+	[SIM_BOOTING] = "booting",           [SIM_NOBOOT] = "no-boot",
+	[SIM_DISK] = "disk",                 [SIM_IPA] = "ipa",
 };
 
 enum phase { PH_REGISTER, PH_GET, PH_REPLY, PH_CHECK, PH_GONE };
-enum req { REQ_NONE, REQ_REGISTER, REQ_GET, REQ_REPLY, REQ_PROGRESS, REQ_CHECK, REQ_WATCH, REQ_N };
+enum req { REQ_NONE, REQ_REGISTER, REQ_GET, REQ_REPLY, REQ_PROGRESS, REQ_CHECK, REQ_WATCH,
+	   REQ_INSPECT, REQ_LOOKUP, REQ_HEARTBEAT, REQ_N };
 static const char *const REQ_NAMES[REQ_N] = { "", "register", "instructions", "replies", "progress",
-					      "checks", "watches" };
+					      "checks", "watches", "inspections", "lookups", "heartbeats" };
 
 #define PEND_LOOP 1u
 #define PEND_STAGE 2u
 #define PEND_WATCH 4u  /* look at an installed host's state (--reboot-after) */
 #define PEND_REBOOT 8u /* reboot a stopped host into the discovery image */
+#define PEND_BOOT 16u  /* --bmc: read the virtual media image (start its download) */
+#define PEND_IPA 32u   /* --bmc: the ironic agent's next request */
+enum ipa_phase { IPA_NONE, IPA_INSPECT, IPA_LOOKUP, IPA_HEARTBEAT };
+#define IPA_DEFAULT_HEARTBEAT 300 /* Ironic's [agent]heartbeat_timeout default */
+#define BOOT_TRIES 3
+#define BOOT_RETRY_MS 5000
 
 struct dedup {
 	uint64_t type_hash, out_hash;
@@ -92,6 +101,18 @@ struct host {
 	char *body;
 	strbuf resp;
 	struct dedup dedup[DEDUP_SLOTS];
+	/* --bmc */
+	struct source *bsrc; /* what this boot's image configured (owned), else NULL */
+	unsigned bmc_gen;    /* the BMC generation this host last applied */
+	char *boot_url;      /* the image being booted */
+	unsigned boot_tries;
+	CURL *dl;            /* its download */
+	FILE *dlf;
+	/* the ironic agent of this boot (converged flow) */
+	bool ipa, assisted;  /* running it; its deploy step started the assisted agent */
+	unsigned char ipa_phase, ipa_tries;
+	unsigned hb_secs;
+	char *ipa_uuid, *ipa_token;
 };
 
 struct timer {
@@ -127,6 +148,8 @@ struct sim {
 	int64_t t0;
 	CURL **pool; /* idle easy handles (at most max_inflight), reused across hosts */
 	unsigned npool;
+	unsigned ndownloads;
+	unsigned long boots, downloads, download_errors;
 };
 
 static volatile sig_atomic_t stop_requested, status_requested;
@@ -341,7 +364,7 @@ static double since(const struct sim *s, int64_t t)
 
 static struct source *src_of(struct sim *s, const struct host *h)
 {
-	return &s->src[h->idx % s->nsrc];
+	return h->bsrc ? h->bsrc : &s->src[h->idx % s->nsrc];
 }
 
 /* ---- requests ---- */
@@ -356,6 +379,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 static int start_request(struct sim *s, struct host *h, enum req kind, const char *method,
 			 const char *url, char *body)
 {
+	bool ipa = kind == REQ_INSPECT || kind == REQ_LOOKUP || kind == REQ_HEARTBEAT;
 	struct source *src = src_of(s, h);
 	char hdr[256];
 
@@ -387,10 +411,15 @@ static int start_request(struct sim *s, struct host *h, enum req kind, const cha
 	strbuf_reset(&h->resp);
 	h->body = body;
 	h->req = kind;
-	snprintf(hdr, sizeof(hdr), "X-Secret-Key: %s", src->cfg.token);
-	h->hdrs = curl_slist_append(NULL, hdr);
-	snprintf(hdr, sizeof(hdr), "discovery_agent_version: %s", src->cfg.agent_version);
-	h->hdrs = curl_slist_append(h->hdrs, hdr);
+	if (ipa) {
+		/* The pull secret token is the assisted service's, never Ironic's. */
+		h->hdrs = curl_slist_append(NULL, "X-OpenStack-Ironic-API-Version: 1.62");
+	} else {
+		snprintf(hdr, sizeof(hdr), "X-Secret-Key: %s", src->cfg.token);
+		h->hdrs = curl_slist_append(NULL, hdr);
+		snprintf(hdr, sizeof(hdr), "discovery_agent_version: %s", src->cfg.agent_version);
+		h->hdrs = curl_slist_append(h->hdrs, hdr);
+	}
 	if (body)
 		h->hdrs = curl_slist_append(h->hdrs, "Content-Type: application/json");
 	h->hdrs = curl_slist_append(h->hdrs, "Accept: application/json");
@@ -407,7 +436,7 @@ static int start_request(struct sim *s, struct host *h, enum req kind, const cha
 	curl_easy_setopt(h->easy, CURLOPT_TIMEOUT, 60L);
 	curl_easy_setopt(h->easy, CURLOPT_CONNECTTIMEOUT, 15L);
 	curl_easy_setopt(h->easy, CURLOPT_NOSIGNAL, 1L);
-	if (s->o->insecure || src->cfg.insecure) {
+	if (s->o->insecure || (ipa ? src->cfg.ipa_insecure : src->cfg.insecure)) {
 		curl_easy_setopt(h->easy, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(h->easy, CURLOPT_SSL_VERIFYHOST, 0L);
 	} else if (s->o->cacert) {
@@ -639,6 +668,9 @@ static void reboot_host(struct sim *s, struct host *h)
 	s->reboots++;
 }
 
+static void start_download(struct sim *s, struct host *h);
+static int ipa_action(struct sim *s, struct host *h);
+
 /* Start whatever the host has pending; a reboot goes first, then a progress report. */
 static void run_host(struct sim *s, struct host *h)
 {
@@ -649,6 +681,22 @@ static void run_host(struct sim *s, struct host *h)
 			h->pending &= ~PEND_REBOOT;
 			if (h->state == SIM_STOPPED_UPUA)
 				reboot_host(s, h);
+			continue;
+		}
+		if (h->pending & PEND_BOOT) {
+			h->pending &= ~PEND_BOOT;
+			start_download(s, h);
+			continue;
+		}
+		if (h->pending & PEND_IPA) {
+			kind = PEND_IPA;
+			h->pending &= ~PEND_IPA;
+			r = ipa_action(s, h);
+			if (r < 0) {
+				s->errors++;
+				schedule(s, h, RETRY_MAX_MS, kind);
+				return;
+			}
 			continue;
 		}
 		if (h->pending & PEND_STAGE) {
@@ -828,6 +876,8 @@ static void on_progress(struct sim *s, struct host *h, bool ok, bool transient, 
 		 * just reported the simulated failure: this host's timeline ends. */
 		if (failed && ok)
 			set_state(s, h, SIM_FAILED);
+		if (failed && ok && h->assisted)
+			bmc_ipa_step_done(s->o->bmc, h->idx, h->bmc_gen, false, "the installation failed");
 		h->stages = NULL;
 		return;
 	}
@@ -835,6 +885,15 @@ static void on_progress(struct sim *s, struct host *h, bool ok, bool transient, 
 		int ms = simulate_watch_delay_ms(true, s->o->reboot_after_seconds, s->o->max_poll_seconds, &s->rng);
 
 		h->rebooted = true; /* the discovery agent does not survive the reboot */
+		if (s->o->bmc)
+			bmc_set_disk_installed(s->o->bmc, h->idx, true);
+		if (h->assisted) {
+			/* The assisted agent exited: the deploy step is done, and the hub boots
+			 * the disk, where the rest of the timeline runs (bmc_apply). */
+			bmc_ipa_step_done(s->o->bmc, h->idx, h->bmc_gen, true, NULL);
+			h->stage_pos++;
+			return;
+		}
 		if (ms >= 0)
 			schedule(s, h, ms, PEND_WATCH);
 	}
@@ -845,6 +904,8 @@ static void on_progress(struct sim *s, struct host *h, bool ok, bool transient, 
 		h->phase = PH_GONE;
 	}
 }
+
+static void on_ipa(struct sim *s, struct host *h, bool ok, long code);
 
 static void on_done(struct sim *s, struct host *h, CURLcode cc)
 {
@@ -890,6 +951,11 @@ static void on_done(struct sim *s, struct host *h, CURLcode cc)
 	case REQ_WATCH:
 		on_watch(s, h, ok, code);
 		break;
+	case REQ_INSPECT:
+	case REQ_LOOKUP:
+	case REQ_HEARTBEAT:
+		on_ipa(s, h, ok, code);
+		break;
 	case REQ_NONE:
 	case REQ_N:
 		break;
@@ -913,14 +979,16 @@ static void print_status(struct sim *s)
 			n += (size_t)snprintf(line + n, sizeof(line) - n, __VA_ARGS__); \
 	} while (0)
 	ADD("simulate: t=%.0fs hosts=%u registered=%u", since(s, s->t0), s->o->hosts, s->registered);
-	for (int i = 0; i < SIM_NSTATES; i++)
+	for (int i = 0; i < (s->o->bmc ? SIM_NSTATES : SIM_OFF); i++)
 		ADD(" %s=%u", simulate_state_names[i], s->count[i]);
 	for (int i = REQ_REGISTER; i < REQ_N; i++)
 		total += s->requests[i];
 	ADD(" requests=%lu", total);
-	for (int i = REQ_REGISTER; i < REQ_N; i++)
+	for (int i = REQ_REGISTER; i < (s->o->bmc ? REQ_N : REQ_INSPECT); i++)
 		ADD(" %s=%lu", REQ_NAMES[i], s->requests[i]);
 	ADD(" reboots=%lu", s->reboots);
+	if (s->o->bmc)
+		ADD(" boots=%lu downloads=%lu download_errors=%lu", s->boots, s->downloads, s->download_errors);
 	ADD(" retries=%lu errors=%lu inflight=%u ready=%zu timers=%zu", s->retries, s->errors, s->inflight, s->flen,
 	    s->nheap);
 #undef ADD
@@ -1025,6 +1093,8 @@ void simulate_opts_default(struct simulate_opts *o)
 
 /* ---- the loop ---- */
 
+static void source_free(struct source *src);
+
 static void sim_release(struct sim *s)
 {
 	if (s->hosts) {
@@ -1039,6 +1109,16 @@ static void sim_release(struct sim *s)
 			free(h->body);
 			strbuf_release(&h->resp);
 			json_decref(h->steps);
+			if (h->dl) {
+				curl_multi_remove_handle(s->multi, h->dl);
+				curl_easy_cleanup(h->dl);
+			}
+			if (h->dlf)
+				fclose(h->dlf);
+			source_free(h->bsrc);
+			free(h->boot_url);
+			free(h->ipa_uuid);
+			free(h->ipa_token);
 		}
 	}
 	for (unsigned i = 0; i < s->npool; i++)
@@ -1060,15 +1140,12 @@ static void sim_release(struct sim *s)
 	free(s->src);
 }
 
-static int load_source(struct sim *s, struct source *src, const char *source, ah_err *err)
+/* The agent API base and CA of src, whose cfg is loaded. */
+static int source_setup(struct sim *s, struct source *src, ah_err *err)
 {
 	const char *url;
 	size_t ul;
-	int r;
 
-	r = simulate_load_config(s->o, source, &src->cfg, err);
-	if (r < 0)
-		return r;
 	url = s->o->service_url ? s->o->service_url : src->cfg.service_url;
 	ul = strlen(url);
 	while (ul > 0 && url[ul - 1] == '/')
@@ -1086,6 +1163,382 @@ static int load_source(struct sim *s, struct source *src, const char *source, ah
 	return 0;
 }
 
+static int load_source(struct sim *s, struct source *src, const char *source, ah_err *err)
+{
+	int r = simulate_load_config(s->o, source, &src->cfg, err);
+
+	return r < 0 ? r : source_setup(s, src, err);
+}
+
+/* ---- machines behind the BMC ---- */
+
+static void source_free(struct source *src)
+{
+	if (!src)
+		return;
+	free(src->base);
+	fakehost_config_release(&src->cfg);
+	free(src);
+}
+
+static void drop_download(struct sim *s, struct host *h)
+{
+	if (!h->dl)
+		return;
+	curl_multi_remove_handle(s->multi, h->dl);
+	curl_easy_cleanup(h->dl);
+	h->dl = NULL;
+	if (h->dlf)
+		fclose(h->dlf);
+	h->dlf = NULL;
+	s->ndownloads--;
+}
+
+/* The power went off (or the machine is reset): whatever it was doing stops at once,
+ * its request and download are aborted and its timers void.  The rest of an install
+ * timeline past Rebooting is kept: the installed system resumes it if it boots again. */
+static void power_cut(struct sim *s, struct host *h)
+{
+	if (h->busy) {
+		curl_multi_remove_handle(s->multi, h->easy);
+		if (s->npool < s->o->max_inflight)
+			s->pool[s->npool++] = h->easy;
+		else
+			curl_easy_cleanup(h->easy);
+		h->easy = NULL;
+		curl_slist_free_all(h->hdrs);
+		h->hdrs = NULL;
+		free(h->body);
+		h->body = NULL;
+		h->busy = false;
+		s->inflight--;
+		h->req = REQ_NONE;
+		strbuf_release(&h->resp);
+		strbuf_init(&h->resp, RESP_MAX);
+	}
+	drop_download(s, h);
+	h->boot++;
+	h->pending = 0;
+	h->phase = PH_GONE;
+	h->exit_after = false;
+	json_decref(h->steps);
+	h->steps = NULL;
+	h->step_pos = 0;
+	h->attempt[0] = h->attempt[1] = 0;
+	h->next_secs = DEFAULT_NEXT_SECONDS;
+	dedup_flush(h);
+	if (!(h->rebooted && h->stages && h->stage_pos < h->nstages)) {
+		h->stages = NULL;
+		h->nstages = h->stage_pos = 0;
+	}
+	source_free(h->bsrc);
+	h->bsrc = NULL;
+	free(h->boot_url);
+	h->boot_url = NULL;
+	h->boot_tries = 0;
+	h->ipa = h->assisted = false;
+	h->ipa_phase = IPA_NONE;
+	h->ipa_tries = 0;
+	free(h->ipa_uuid);
+	h->ipa_uuid = NULL;
+	if (h->ipa_token)
+		explicit_bzero(h->ipa_token, strlen(h->ipa_token));
+	free(h->ipa_token);
+	h->ipa_token = NULL;
+}
+
+/* The ironic agent's next request (converged flow). */
+static int ipa_action(struct sim *s, struct host *h)
+{
+	struct source *src = src_of(s, h);
+	const char *api = src->cfg.ipa_api_url;
+	size_t al = strlen(api);
+	char mac[18], *url = NULL, *body = NULL;
+	enum req kind;
+	int r;
+
+	while (al > 0 && api[al - 1] == '/')
+		al--;
+	fakehost_mac(&s->fleet, h->idx, mac);
+	switch (h->ipa_phase) {
+	case IPA_INSPECT: {
+		json_t *inv = fakehost_ipa_inventory(&s->fleet, h->idx);
+		if (!inv)
+			return -ENOMEM;
+		body = dump_steal(json_pack("{s:O, s:s, s:O, s:{s:[s], s:[]}}", "inventory", inv, "boot_interface",
+					    mac, "root_disk", json_array_get(json_object_get(inv, "disks"), 0),
+					    "configuration", "collectors", "default", "managers"));
+		json_decref(inv);
+		url = strdup(src->cfg.ipa_inspection_url);
+		kind = REQ_INSPECT;
+		break;
+	}
+	case IPA_LOOKUP:
+		if (asprintf(&url, "%.*s/v1/lookup?addresses=%s", (int)al, api, mac) < 0)
+			url = NULL;
+		kind = REQ_LOOKUP;
+		break;
+	case IPA_HEARTBEAT: {
+		char cb[512];
+		snprintf(cb, sizeof(cb), "%s/%s", s->o->ipa_callback ? s->o->ipa_callback : "", h->id);
+		body = dump_steal(json_pack("{s:s, s:s, s:s}", "callback_url", cb, "agent_token",
+					    h->ipa_token ? h->ipa_token : "", "agent_version", "agenthub-simulated"));
+		if (asprintf(&url, "%.*s/v1/heartbeat/%s", (int)al, api, h->ipa_uuid) < 0)
+			url = NULL;
+		kind = REQ_HEARTBEAT;
+		break;
+	}
+	default:
+		return 0;
+	}
+	if (!url || (h->ipa_phase != IPA_LOOKUP && !body)) {
+		free(url);
+		free(body);
+		return -ENOMEM;
+	}
+	r = start_request(s, h, kind, body ? "POST" : "GET", url, body);
+	free(url);
+	return r < 0 ? r : 1;
+}
+
+static void on_ipa(struct sim *s, struct host *h, bool ok, long code)
+{
+	json_t *j = NULL;
+	int64_t ms;
+
+	switch (h->ipa_phase) {
+	case IPA_INSPECT:
+		/* As the agent does: a failed inspection is logged and the agent goes on. */
+		if (!ok && ++h->ipa_tries < 3) {
+			schedule(s, h, 10000, PEND_IPA);
+			return;
+		}
+		if (!ok)
+			fprintf(stderr, "simulate: machine %s: inspection data refused (HTTP %ld)\n", h->id, code);
+		h->ipa_tries = 0;
+		h->ipa_phase = IPA_LOOKUP;
+		make_ready(s, h, PEND_IPA);
+		return;
+	case IPA_LOOKUP: {
+		const char *uuid, *token;
+		json_int_t hb;
+
+		j = ok ? json_loadb(h->resp.buf, h->resp.len, 0, NULL) : NULL;
+		uuid = json_string_value(json_object_get(json_object_get(j, "node"), "uuid"));
+		if (!uuid || !*uuid || strlen(uuid) > 64 || strpbrk(uuid, "/?#% ")) {
+			/* Not found yet (or not a node): look again, backing off to 30 s. */
+			ms = 5000LL << (h->ipa_tries < 3 ? h->ipa_tries++ : 3);
+			schedule(s, h, cap_ms(s, ms > 30000 ? 30000 : ms), PEND_IPA);
+			json_decref(j);
+			return;
+		}
+		token = json_string_value(json_object_get(json_object_get(j, "config"), "agent_token"));
+		hb = json_integer_value(json_object_get(json_object_get(j, "config"), "heartbeat_timeout"));
+		h->ipa_uuid = strdup(uuid);
+		h->ipa_token = token ? strdup(token) : NULL;
+		h->hb_secs = hb > 0 && hb <= 3600 ? (unsigned)hb : IPA_DEFAULT_HEARTBEAT;
+		json_decref(j);
+		if (!h->ipa_uuid) {
+			s->errors++;
+			schedule(s, h, RETRY_MAX_MS, PEND_IPA);
+			return;
+		}
+		bmc_ipa_begin(s->o->bmc, h->idx, h->bmc_gen, h->ipa_token);
+		h->ipa_tries = 0;
+		h->ipa_phase = IPA_HEARTBEAT;
+		make_ready(s, h, PEND_IPA);
+		return;
+	}
+	case IPA_HEARTBEAT:
+		/* Every 0.3-0.6 heartbeat_timeout, as the agent; sooner after a conflict or
+		 * an error. */
+		if (ok)
+			ms = (int64_t)h->hb_secs * (300 + (int64_t)(xorshift(&s->rng) % 301));
+		else
+			ms = 5000;
+		ms = cap_ms(s, ms);
+		schedule(s, h, ms < 1000 ? 1000 : ms, PEND_IPA);
+		return;
+	default:
+		return;
+	}
+}
+
+/* Machine h's BMC changed its power: apply what it now runs. */
+static void bmc_apply(struct sim *s, struct host *h)
+{
+	struct bmc_power p;
+
+	if (bmc_machine_power(s->o->bmc, h->idx, &p) < 0) {
+		s->errors++;
+		return;
+	}
+	if (p.gen == h->bmc_gen) {
+		/* The same boot: the ironic agent's deploy step may have started. */
+		if (p.start_assisted && h->ipa && !h->assisted) {
+			h->assisted = true;
+			h->phase = PH_REGISTER;
+			set_state(s, h, SIM_UNREGISTERED);
+			make_ready(s, h, PEND_LOOP);
+		}
+		free(p.image);
+		return;
+	}
+	h->bmc_gen = p.gen;
+	power_cut(s, h);
+	if (!p.on) {
+		set_state(s, h, SIM_OFF);
+		free(p.image);
+		return;
+	}
+	s->boots++;
+	switch (p.boot) {
+	case BMC_BOOT_CD:
+		h->boot_url = p.image;
+		p.image = NULL;
+		h->rebooted = false;
+		h->stages = NULL;
+		h->nstages = h->stage_pos = 0;
+		set_state(s, h, SIM_BOOTING);
+		make_ready(s, h, PEND_BOOT);
+		break;
+	case BMC_BOOT_HDD:
+		h->rebooted = true; /* no agent on the installed system */
+		set_state(s, h, SIM_DISK);
+		if (h->stages && h->stage_pos < h->nstages) {
+			set_state(s, h, SIM_INSTALLING);
+			schedule(s, h, (int64_t)s->o->stage_seconds * 1000, PEND_STAGE);
+		}
+		break;
+	case BMC_BOOT_NONE:
+		set_state(s, h, SIM_NOBOOT);
+		break;
+	}
+	free(p.image);
+}
+
+static void start_download(struct sim *s, struct host *h)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	char tpath[4096];
+	int fd;
+
+	if (!h->boot_url || h->dl)
+		return;
+	if (s->ndownloads >= SIMULATE_MAX_DOWNLOADS) {
+		schedule(s, h, 500, PEND_BOOT);
+		return;
+	}
+	snprintf(tpath, sizeof(tpath), "%s/agenthub-sim-iso-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	fd = mkstemp(tpath);
+	if (fd >= 0) {
+		unlink(tpath); /* the fd keeps it alive */
+		h->dlf = fdopen(fd, "w+");
+		if (!h->dlf)
+			close(fd);
+	}
+	h->dl = h->dlf ? curl_easy_init() : NULL;
+	if (!h->dl) {
+		if (h->dlf)
+			fclose(h->dlf);
+		h->dlf = NULL;
+		s->errors++;
+		schedule(s, h, BOOT_RETRY_MS, PEND_BOOT);
+		return;
+	}
+	curl_easy_setopt(h->dl, CURLOPT_URL, h->boot_url);
+	curl_easy_setopt(h->dl, CURLOPT_WRITEFUNCTION, to_file);
+	curl_easy_setopt(h->dl, CURLOPT_WRITEDATA, h->dlf);
+	curl_easy_setopt(h->dl, CURLOPT_FAILONERROR, 1L);
+	curl_easy_setopt(h->dl, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(h->dl, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(h->dl, CURLOPT_PRIVATE, h);
+	curl_easy_setopt(h->dl, CURLOPT_CONNECTTIMEOUT, 15L);
+	curl_easy_setopt(h->dl, CURLOPT_TIMEOUT, 600L);
+	curl_easy_setopt(h->dl, CURLOPT_NOSIGNAL, 1L);
+	if (s->o->insecure) {
+		curl_easy_setopt(h->dl, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h->dl, CURLOPT_SSL_VERIFYHOST, 0L);
+	} else if (s->o->cacert) {
+		curl_easy_setopt(h->dl, CURLOPT_CAINFO, s->o->cacert);
+	}
+	if (curl_multi_add_handle(s->multi, h->dl) != CURLM_OK) {
+		curl_easy_cleanup(h->dl);
+		h->dl = NULL;
+		fclose(h->dlf);
+		h->dlf = NULL;
+		s->errors++;
+		schedule(s, h, BOOT_RETRY_MS, PEND_BOOT);
+		return;
+	}
+	s->ndownloads++;
+	s->downloads++;
+	h->boot_tries++;
+}
+
+/* The image arrived (or not): boot the discovery host it configures, try again, or give
+ * up and sit with nothing to boot, as firmware does when the media cannot be read. */
+static void on_download(struct sim *s, struct host *h, CURLcode cc)
+{
+	long code = 0;
+	ah_err err = { 0 };
+	char *ign = NULL;
+	size_t len = 0;
+	struct source *src = NULL;
+	int r = -EIO;
+
+	curl_easy_getinfo(h->dl, CURLINFO_RESPONSE_CODE, &code);
+	curl_multi_remove_handle(s->multi, h->dl);
+	curl_easy_cleanup(h->dl);
+	h->dl = NULL;
+	s->ndownloads--;
+	if (cc != CURLE_OK || fflush(h->dlf) != 0) {
+		ah_err_set(&err, EIO, 0, "", "download: %s (HTTP %ld)", curl_easy_strerror(cc), code);
+	} else {
+		r = iso_extract_ignition(fileno(h->dlf), &ign, &len, &err);
+		if (r >= 0 && !(src = calloc(1, sizeof(*src))))
+			r = ah_err_set(&err, ENOMEM, 0, "", "out of memory");
+		if (r >= 0)
+			r = fakehost_config_from_ignition(ign, &src->cfg, &err);
+		if (r >= 0)
+			r = source_setup(s, src, &err);
+	}
+	fclose(h->dlf);
+	h->dlf = NULL;
+	free(ign);
+	if (r < 0) {
+		source_free(src);
+		s->download_errors++;
+		fprintf(stderr, "simulate: machine %s cannot boot %s: %s%s\n", h->id, h->boot_url, err.message,
+			h->boot_tries < BOOT_TRIES ? " (trying again)" : "; nothing to boot");
+		if (h->boot_tries < BOOT_TRIES) {
+			schedule(s, h, BOOT_RETRY_MS, PEND_BOOT);
+		} else {
+			free(h->boot_url);
+			h->boot_url = NULL;
+			set_state(s, h, SIM_NOBOOT);
+		}
+		return;
+	}
+	h->bsrc = src;
+	if (src->cfg.ipa_api_url) {
+		/* The ironic agent runs; the assisted agent waits for its deploy step. */
+		h->ipa = true;
+		h->ipa_phase = src->cfg.ipa_inspection_url ? IPA_INSPECT : IPA_LOOKUP;
+		set_state(s, h, SIM_IPA);
+		make_ready(s, h, PEND_IPA);
+		return;
+	}
+	h->phase = PH_REGISTER;
+	set_state(s, h, SIM_UNREGISTERED);
+	make_ready(s, h, PEND_LOOP);
+}
+
+static void wake_loop(void *multi)
+{
+	curl_multi_wakeup(multi);
+}
+
 int simulate_run(const struct simulate_opts *o, ah_err *err)
 {
 	struct sim s = { .o = o, .rng = o->seed * 0x9e3779b97f4a7c15ull + 1 };
@@ -1095,8 +1548,11 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 
 	if (o->hosts == 0 || o->max_inflight == 0)
 		return ah_err_set(err, EINVAL, 0, "", "--hosts and the request limit must be positive");
-	if (o->nsources == 0)
+	if (o->nsources == 0 && !o->bmc)
 		return ah_err_set(err, EINVAL, 0, "", "no discovery ISO (--iso) or Ignition (--ignition) given");
+	if (o->bmc && (o->nsources || bmc_count(o->bmc) != o->hosts || o->reboot_after_seconds >= 0))
+		return ah_err_set(err, EINVAL, 0, "", "with a BMC the machines boot what it gives them: no --iso, "
+				  "--ignition or --reboot-after, and one BMC system per host");
 	{
 		/* Every host's connection is a file descriptor. */
 		struct rlimit rl;
@@ -1139,7 +1595,7 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 		goto out;
 	}
 	curl_multi_setopt(s.multi, CURLMOPT_MAXCONNECTS, (long)o->max_inflight);
-	s.count[SIM_UNREGISTERED] = o->hosts;
+	s.count[o->bmc ? SIM_OFF : SIM_UNREGISTERED] = o->hosts;
 	start = util_mono_ms();
 	for (unsigned i = 0; i < o->hosts; i++) {
 		struct host *h = &s.hosts[i];
@@ -1147,13 +1603,21 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 		fakehost_host_id(&s.fleet, i, h->id);
 		strbuf_init(&h->resp, RESP_MAX);
 		h->next_secs = DEFAULT_NEXT_SECONDS;
+		if (o->bmc) {
+			h->state = SIM_OFF;
+			h->phase = PH_GONE;
+			continue; /* off until the BMC powers it on */
+		}
 		/* Spread the boots over ramp_ms, as a rack powering on would. */
 		if (heap_push(&s, start + (int64_t)((uint64_t)i * o->ramp_ms / o->hosts), i, PEND_LOOP) < 0) {
 			r = ah_err_set(err, ENOMEM, 0, "", "out of memory");
 			goto out;
 		}
 	}
-	if (o->nsources == 1)
+	if (o->bmc) {
+		fprintf(stderr, "simulate: %u machines, powered off, waiting for their BMC\n", o->hosts);
+		bmc_set_wake(o->bmc, wake_loop, s.multi);
+	} else if (o->nsources == 1)
 		fprintf(stderr, "simulate: %u hosts against %s (infra-env %s)\n", o->hosts, s.src[0].base,
 			s.src[0].cfg.infra_env_id);
 	else
@@ -1176,6 +1640,14 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 
 		if (deadline && now >= deadline)
 			break;
+		if (o->bmc) {
+			unsigned idx[256];
+			size_t k;
+
+			while ((k = bmc_take_changed(o->bmc, idx, 256)) > 0)
+				for (size_t i = 0; i < k; i++)
+					bmc_apply(&s, &s.hosts[idx[i]]);
+		}
 		while (s.nheap && s.heap[0].due <= now) {
 			struct timer t = heap_pop(&s);
 			if (t.boot == (s.hosts[t.host].boot & BOOT_MASK))
@@ -1194,7 +1666,10 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 			if (m->msg != CURLMSG_DONE)
 				continue;
 			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&h);
-			on_done(&s, h, m->data.result);
+			if (h->dl == m->easy_handle)
+				on_download(&s, h, m->data.result);
+			else
+				on_done(&s, h, m->data.result);
 		}
 		if (status_requested) {
 			status_requested = 0;
@@ -1219,6 +1694,8 @@ int simulate_run(const struct simulate_opts *o, ah_err *err)
 	print_status(&s);
 	r = 0;
 out:
+	if (o->bmc)
+		bmc_set_wake(o->bmc, NULL, NULL);
 	sim_release(&s);
 	curl_global_cleanup();
 	return r;

@@ -32,6 +32,29 @@
  * state and the requests by kind goes to stderr every status_seconds and on SIGUSR1.
  * Runs until SIGINT/SIGTERM (or duration_seconds), then returns 0.
  *
+ * With a BMC (opts.bmc, `simulate --bmc`) the machines start powered off and follow their
+ * BMC: a boot from the virtual CD downloads the inserted image from its URL (at most
+ * SIMULATE_MAX_DOWNLOADS at once, 3 tries 5 s apart), takes the Ignition out of it and runs
+ * the machine as a discovery host exactly as above (the same host id and hardware on every
+ * boot); a boot from disk after an install runs the installed system (the rest of the
+ * install timeline if it was cut, then nothing); a power-off or reset aborts whatever the
+ * machine was doing (its requests and downloads) and forgets the boot.  An install's own
+ * reboot (the Rebooting stage) is not a BMC boot: the installer leaves the machine running
+ * its disk, which the BMC is told holds an install.  Hosts stopped in
+ * unbinding-pending-user-action wait for the BMC (the hub) to reboot them.
+ *
+ * Converged flow: when the booted image's Ignition runs the ironic agent
+ * (fakehost_config.ipa_api_url), the machine runs it instead of the assisted agent, as
+ * ironic-python-agent does: it POSTs its inventory to inspection_callback_url (when set;
+ * 3 tries), looks its node up (GET <api_url>/v1/lookup?addresses=<boot MAC>: node.uuid,
+ * config.agent_token, config.heartbeat_timeout, default 300) and heartbeats (POST
+ * <api_url>/v1/heartbeat/<node uuid> {callback_url, agent_token, agent_version} every
+ * 0.3-0.6 heartbeat_timeout, capped by max_poll_seconds) until the power goes.  Its
+ * commands API is served by the BMC (bmc.h, /ipa/<id>); the deploy step
+ * start_assisted_install starts the assisted agent, and the step ends (SUCCEEDED) when
+ * the install reaches Rebooting: the machine then waits, its install timeline paused,
+ * for the hub to power it off and boot its disk, where the rest of the timeline runs.
+ *
  * Not thread-safe: one simulation per process (it installs signal handlers). */
 #ifndef AH_AGENT_SIMULATE_H
 #define AH_AGENT_SIMULATE_H
@@ -40,6 +63,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "agent/bmc.h"
 #include "agent/fakehost.h"
 #include "base/error.h"
 
@@ -66,7 +90,13 @@ struct simulate_opts {
 	int reboot_after_seconds;   /* reboot hosts stopped in UPUA after this (-1 = never, default) */
 	bool shared_connections;    /* hosts share a pool of connections (default: each host keeps
 				     * its own keep-alive connection, as a real agent does) */
+	struct bmc *bmc;            /* with a BMC (bmc.h): no sources; machine i is off until its
+				     * BMC powers it on, then runs what it boots (see below) */
+	const char *ipa_callback;   /* with a BMC: "http(s)://HOST:PORT/ipa", the ironic agents'
+				     * API (bmc.h); a machine's callback_url is this + "/<id>" */
 };
+
+#define SIMULATE_MAX_DOWNLOADS 8
 
 /* Fill o with the defaults above (hosts 1, seed 1, no sources). */
 void simulate_opts_default(struct simulate_opts *o);
@@ -97,6 +127,11 @@ enum simulate_state {
 	SIM_ERROR,        /* hub sends stop-installation / logs-gather (error, cancelled) */
 	SIM_REFUSED,      /* registration refused (401/403/404/409): waits forever */
 	SIM_STOPPED_UPUA, /* told to exit in unbinding-pending-user-action: waits for a reboot */
+	SIM_OFF,          /* --bmc: powered off */
+	SIM_BOOTING,      /* --bmc: reading the virtual media image (downloading the ISO) */
+	SIM_NOBOOT,       /* --bmc: powered on with nothing to boot */
+	SIM_DISK,         /* --bmc: running the installed system from its disk (no agent) */
+	SIM_IPA,          /* --bmc: running the ironic agent, its assisted agent not started */
 	SIM_NSTATES
 };
 extern const char *const simulate_state_names[SIM_NSTATES];

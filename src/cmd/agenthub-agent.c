@@ -2,8 +2,14 @@
  *
  *   agenthub-agent inventory [--root DIR]   this machine's inventory JSON (upstream schema)
  *   agenthub-agent host-id [--root DIR]     the host id the upstream agent would register with
- *   agenthub-agent simulate --iso URL --hosts N ...   a fleet of virtual hosts (simulate.h) */
+ *   agenthub-agent simulate --iso URL --hosts N ...   a fleet of virtual hosts (simulate.h)
+ *   agenthub-agent simulate --bmc HOST:PORT --hosts N --bmh-manifests FILE ...
+ *                                           the same machines behind a Redfish BMC (bmc.h)
+ *
+ * The BMC's transport is src/http's server (this file is the cmd layer, which may use every
+ * layer); the Redfish logic itself is src/agent/bmc.c, which sees no HTTP library. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/bmc.h"
 #include "agent/inventory.h"
 #include "agent/simulate.h"
 #include "assisted/progress.h"
 #include "base/cli.h"
+#include "http/creds.h"
+#include "http/server.h"
 #include "version.h"
 
 static void usage(FILE *f)
@@ -29,6 +38,9 @@ static void usage(FILE *f)
 	      "           [--service-url URL] [--max-inflight K] [--duration SECONDS]\n"
 	      "           [--max-poll-seconds S] [--ramp-seconds S] [--status-seconds S]\n"
 	      "           [--reboot-after SECONDS] [--shared-connections]\n"
+	      "       agenthub-agent simulate --bmc HOST:PORT --hosts N --bmh-manifests FILE\n"
+	      "           [--bmh-namespace NS] [--bmh-infraenv NAME] [--bmc-user U --bmc-password P]\n"
+	      "           [--bmc-tls [--bmc-tls-dir DIR]] [--cacert FILE | --insecure] [other simulate flags]\n"
 	      "\n"
 	      "simulate: --iso and --ignition may be repeated (host i boots source i mod count);\n"
 	      "--iso-list reads one URL per line (blank lines and # comments skipped).\n"
@@ -43,7 +55,19 @@ static void usage(FILE *f)
 	      "stage name, e.g. \"Writing image to disk\".  --cacert is the hub's CA\n"
 	      "(DIR/ca.crt, DIR being the hub's --data-dir).\n"
 	      "Each host keeps its own keep-alive connection between polls, as a real agent does;\n"
-	      "--shared-connections makes the hosts share at most --max-inflight connections.\n",
+	      "--shared-connections makes the hosts share at most --max-inflight connections.\n"
+	      "\n"
+	      "simulate --bmc: N machines, powered off, behind one Redfish service on HOST:PORT\n"
+	      "(port 0 picks a free one; HTTPS with --bmc-tls, its CA and certificate kept in\n"
+	      "--bmc-tls-dir, default a new directory under TMPDIR).  FILE receives per machine a\n"
+	      "BMC credentials Secret and a BareMetalHost (namespace NS, default \"default\"; label\n"
+	      "infraenvs.agent-install.openshift.io: NAME with --bmh-infraenv) for `kubectl apply -f`.\n"
+	      "Basic auth with --bmc-user/--bmc-password (default admin/password).  A machine powered\n"
+	      "on from the virtual CD downloads the inserted image (--cacert/--insecure apply) and runs\n"
+	      "as a discovery host; from its disk after an install it runs the installed system.\n"
+	      "Use --seed to keep the same machines (MACs, system ids) across runs.  A machine whose\n"
+	      "image runs the ironic agent (converged flow) talks to Ironic's API instead and starts\n"
+	      "its assisted agent when the deploy step arrives at http(s)://HOST:PORT/ipa/<id>.\n",
 	      f);
 }
 
@@ -158,11 +182,204 @@ static int add_source(char ***list, unsigned *n, const char *v)
 	return 0;
 }
 
+struct bmc_cli {
+	const char *listen, *manifests, *ns, *infraenv, *user, *password, *tls_dir;
+	bool tls;
+};
+
+/* A DNS-1123 label or subdomain, as Kubernetes wants names and namespaces. */
+static bool dns_name_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > max || s[0] == '-' || s[0] == '.' || s[n - 1] == '-' || s[n - 1] == '.')
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || (max > 63 && *p == '.')))
+			return false;
+	return true;
+}
+
+static enum http_result bmc_http(void *ud, struct http_req *req)
+{
+	struct bmc_request q = { .method = req->method, .path = req->path,
+				 .authorization = http_header(req, "Authorization"),
+				 .if_match = http_header(req, "If-Match"),
+				 .agent_token = http_query(req, "agent_token"), .body = req->body.buf ? req->body.buf : "",
+				 .len = req->body.len, .too_big = req->too_big };
+	struct bmc_reply r;
+	struct http_response *resp;
+
+	bmc_handle(ud, &q, &r);
+	resp = http_response_new(r.status, r.body ? "application/json" : NULL);
+	if (!resp) {
+		bmc_reply_release(&r);
+		return HTTP_NO;
+	}
+	if (r.body && http_response_take_body(resp, r.body, strlen(r.body)) < 0)
+		r.status = 500;
+	r.body = NULL;
+	http_response_add_header(resp, "OData-Version", "4.0");
+	if (r.etag[0])
+		http_response_add_header(resp, "ETag", r.etag);
+	if (r.allow)
+		http_response_add_header(resp, "Allow", r.allow);
+	if (r.authenticate)
+		http_response_add_header(resp, "WWW-Authenticate", "Basic realm=\"agenthub-bmc\"");
+	return http_send(req, resp);
+}
+
+/* simulate --bmc: the machines, their BMC, its HTTP(S) server and the manifests. */
+static int run_bmc(struct simulate_opts *o, const struct bmc_cli *bc)
+{
+	struct fakehost_fleet fleet;
+	struct bmc_machine_def *defs = NULL;
+	char (*ids)[37] = NULL, (*names)[32] = NULL, (*macs)[18] = NULL;
+	struct bmc *b = NULL;
+	struct http_server *srv = NULL;
+	struct creds creds = { 0 };
+	char host[256], addr[300], tlsdir[4096], ipa[400];
+	const char *colon;
+	ah_err err = { 0 };
+	int rc = 2, fd;
+	FILE *f;
+
+	if (!bc->manifests) {
+		fprintf(stderr, "agenthub-agent simulate: --bmc needs --bmh-manifests FILE (where the BareMetalHosts "
+			"and their Secrets are written)\n");
+		return 2;
+	}
+	colon = strrchr(bc->listen, ':');
+	if (!colon || colon == bc->listen || !colon[1] || (size_t)(colon - bc->listen) >= sizeof(host)) {
+		fprintf(stderr, "agenthub-agent simulate: --bmc: want HOST:PORT (e.g. 127.0.0.1:8000), got '%s'\n",
+			bc->listen);
+		return 2;
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - bc->listen), bc->listen);
+	if (!dns_name_ok(bc->ns, 63)) {
+		fprintf(stderr, "agenthub-agent simulate: --bmh-namespace: '%s' is not a valid namespace (a DNS-1123 "
+			"label: lower-case letters, digits and '-', at most 63)\n", bc->ns);
+		return 2;
+	}
+	if (bc->infraenv && !dns_name_ok(bc->infraenv, 253)) {
+		fprintf(stderr, "agenthub-agent simulate: --bmh-infraenv: '%s' is not a valid InfraEnv name (a "
+			"DNS-1123 subdomain)\n", bc->infraenv);
+		return 2;
+	}
+	if (!*bc->user || !*bc->password || strchr(bc->user, ':')) {
+		fprintf(stderr, "agenthub-agent simulate: --bmc-user and --bmc-password must not be empty, and the "
+			"user must not contain ':'\n");
+		return 2;
+	}
+	if (bc->tls_dir && !bc->tls) {
+		fprintf(stderr, "agenthub-agent simulate: --bmc-tls-dir needs --bmc-tls\n");
+		return 2;
+	}
+	if (o->hosts == 0) {
+		fprintf(stderr, "agenthub-agent simulate: --hosts must be positive\n");
+		return 2;
+	}
+	if (fakehost_fleet_init(&fleet, o->seed, o->hosts, o->cpus, o->memory_gib, o->disk_gib, o->subnet, &err) < 0) {
+		fprintf(stderr, "agenthub-agent simulate: %s\n", err.message);
+		return 2;
+	}
+	rc = 1;
+	defs = calloc(o->hosts, sizeof(*defs));
+	ids = calloc(o->hosts, sizeof(*ids));
+	names = calloc(o->hosts, sizeof(*names));
+	macs = calloc(o->hosts, sizeof(*macs));
+	if (!defs || !ids || !names || !macs) {
+		fprintf(stderr, "agenthub-agent simulate: out of memory\n");
+		goto out;
+	}
+	for (unsigned i = 0; i < o->hosts; i++) {
+		fakehost_host_id(&fleet, i, ids[i]);
+		fakehost_hostname(&fleet, i, names[i]);
+		fakehost_mac(&fleet, i, macs[i]);
+		defs[i] = (struct bmc_machine_def){ .id = ids[i], .name = names[i], .mac = macs[i],
+						    .cpus = o->cpus, .memory_gib = o->memory_gib };
+	}
+	if (bmc_new(defs, o->hosts, &(struct bmc_opts){ .user = bc->user, .password = bc->password }, &b, &err) < 0) {
+		fprintf(stderr, "agenthub-agent simulate: %s\n", err.message);
+		goto out;
+	}
+	if (bc->tls) {
+		const char *hosts[] = { host[0] == '[' ? NULL : host, NULL };
+		const char *tmp = getenv("TMPDIR");
+
+		if (bc->tls_dir) {
+			snprintf(tlsdir, sizeof(tlsdir), "%s", bc->tls_dir);
+		} else {
+			snprintf(tlsdir, sizeof(tlsdir), "%s/agenthub-bmc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+			if (!mkdtemp(tlsdir)) {
+				fprintf(stderr, "agenthub-agent simulate: %s: %s\n", tlsdir, strerror(errno));
+				goto out;
+			}
+		}
+		/* Wildcard listen addresses are no names a certificate can carry. */
+		if (hosts[0] && (!strcmp(host, "0.0.0.0") || !strcmp(host, "::")))
+			hosts[0] = NULL;
+		if (creds_load_or_create(tlsdir, hosts, &creds, &err) < 0) {
+			fprintf(stderr, "agenthub-agent simulate: --bmc-tls: %s\n", err.message);
+			goto out;
+		}
+	}
+	{
+		struct http_server_opts so = { .listen = bc->listen, .cert_pem = bc->tls ? creds.cert_pem : NULL,
+					       .key_pem = bc->tls ? creds.key_pem : NULL, .max_body = 64 * 1024,
+					       .max_conns = 512, .threads = 2, .idle_timeout = 60,
+					       .request_timeout = 30 };
+		if (http_server_start(&so, bmc_http, b, &srv, &err) < 0) {
+			fprintf(stderr, "agenthub-agent simulate: --bmc %s: %s\n", bc->listen, err.message);
+			goto out;
+		}
+	}
+	snprintf(addr, sizeof(addr), "%s:%u", host, http_server_port(srv));
+	fd = open(bc->manifests, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f || bmc_write_manifests(b, f, addr, bc->tls, bc->ns, bc->infraenv) < 0) {
+		fprintf(stderr, "agenthub-agent simulate: --bmh-manifests %s: %s\n", bc->manifests,
+			strerror(errno ? errno : EIO));
+		if (f)
+			fclose(f);
+		else if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	if (fclose(f) != 0) {
+		fprintf(stderr, "agenthub-agent simulate: --bmh-manifests %s: %s\n", bc->manifests, strerror(errno));
+		goto out;
+	}
+	fprintf(stderr, "simulate: BMC: Redfish service on %s://%s/redfish/v1/ (%u systems); BareMetalHosts in %s\n",
+		bc->tls ? "https" : "http", addr, o->hosts, bc->manifests);
+	if (bc->tls)
+		fprintf(stderr, "simulate: BMC: its CA is %s/ca.crt\n", tlsdir);
+	snprintf(ipa, sizeof(ipa), "%s://%s/ipa", bc->tls ? "https" : "http", addr);
+	o->ipa_callback = ipa;
+	o->bmc = b;
+	rc = 0;
+	if (simulate_run(o, &err) < 0) {
+		fprintf(stderr, "agenthub-agent simulate: %s\n", err.message);
+		rc = 1;
+	}
+out:
+	if (srv)
+		http_server_stop(srv);
+	bmc_free(b);
+	creds_release(&creds);
+	free(defs);
+	free(ids);
+	free(names);
+	free(macs);
+	return rc;
+}
+
 static int cmd_simulate(int argc, char **argv)
 {
 	enum { O_ISO = 256, O_IGN, O_HOSTS, O_CPUS, O_MEM, O_DISK, O_SUBNET, O_STAGE, O_FAIL, O_SEED,
 	       O_CACERT, O_INSECURE, O_URL, O_INFLIGHT, O_DURATION, O_MAXPOLL, O_RAMP, O_STATUS, O_ISOLIST,
-	       O_REBOOT, O_SHARED };
+	       O_REBOOT, O_SHARED, O_BMC, O_MANIFESTS, O_BMHNS, O_BMHIE, O_BMCUSER, O_BMCPASS, O_BMCTLS,
+	       O_BMCTLSDIR };
 	static const struct option longopts[] = {
 		{ "iso", required_argument, NULL, O_ISO },
 		{ "ignition", required_argument, NULL, O_IGN },
@@ -185,6 +402,14 @@ static int cmd_simulate(int argc, char **argv)
 		{ "iso-list", required_argument, NULL, O_ISOLIST },
 		{ "reboot-after", required_argument, NULL, O_REBOOT },
 		{ "shared-connections", no_argument, NULL, O_SHARED },
+		{ "bmc", required_argument, NULL, O_BMC },
+		{ "bmh-manifests", required_argument, NULL, O_MANIFESTS },
+		{ "bmh-namespace", required_argument, NULL, O_BMHNS },
+		{ "bmh-infraenv", required_argument, NULL, O_BMHIE },
+		{ "bmc-user", required_argument, NULL, O_BMCUSER },
+		{ "bmc-password", required_argument, NULL, O_BMCPASS },
+		{ "bmc-tls", no_argument, NULL, O_BMCTLS },
+		{ "bmc-tls-dir", required_argument, NULL, O_BMCTLSDIR },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -194,12 +419,13 @@ static int cmd_simulate(int argc, char **argv)
 	char **isos = NULL, **igns = NULL;
 	unsigned nisos = 0, nigns = 0;
 	int c, rc = 2;
-	bool seeded = false;
+	bool seeded = false, reboot_set = false;
+	struct bmc_cli bc = { .ns = "default", .user = "admin", .password = "password" };
 
 	simulate_opts_default(&o);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		const char *name = c >= O_ISO && c <= O_SHARED ? longopts[c - O_ISO].name : "";
+		const char *name = c >= O_ISO && c <= O_BMCTLSDIR ? longopts[c - O_ISO].name : "";
 		switch (c) {
 		case O_ISO:
 			if (add_source(&isos, &nisos, optarg) < 0)
@@ -244,7 +470,16 @@ static int cmd_simulate(int argc, char **argv)
 			if (parse_uint(name, optarg, 1000000, &v) < 0)
 				goto out;
 			o.reboot_after_seconds = (int)v;
+			reboot_set = true;
 			break;
+		case O_BMC: bc.listen = optarg; break;
+		case O_MANIFESTS: bc.manifests = optarg; break;
+		case O_BMHNS: bc.ns = optarg; break;
+		case O_BMHIE: bc.infraenv = optarg; break;
+		case O_BMCUSER: bc.user = optarg; break;
+		case O_BMCPASS: bc.password = optarg; break;
+		case O_BMCTLS: bc.tls = true; break;
+		case O_BMCTLSDIR: bc.tls_dir = optarg; break;
 		case 'h':
 			usage(stdout);
 			rc = 0;
@@ -277,6 +512,21 @@ static int cmd_simulate(int argc, char **argv)
 	}
 	if (nisos && nigns) {
 		fprintf(stderr, "agenthub-agent simulate: --iso/--iso-list and --ignition exclude each other\n");
+		goto out;
+	}
+	if (bc.listen) {
+		if (nisos || nigns || reboot_set) {
+			fprintf(stderr, "agenthub-agent simulate: --bmc excludes --iso, --iso-list, --ignition and "
+				"--reboot-after: the machines boot what their BMC gives them, and the hub reboots them\n");
+			goto out;
+		}
+		rc = run_bmc(&o, &bc);
+		goto out;
+	}
+	if (bc.manifests || bc.infraenv || bc.tls || bc.tls_dir || strcmp(bc.ns, "default") ||
+	    strcmp(bc.user, "admin") || strcmp(bc.password, "password")) {
+		fprintf(stderr, "agenthub-agent simulate: --bmh-*, --bmc-user, --bmc-password and --bmc-tls* need "
+			"--bmc HOST:PORT\n");
 		goto out;
 	}
 	if (!nisos && !nigns) {

@@ -352,6 +352,64 @@ static void test_config_handwritten(void **state)
 				 &c, &err), -EINVAL);
 }
 
+/* The ironic agent's configuration (converged flow): only with ironic-agent.service
+ * enabled and /etc/ironic-python-agent.conf present; the first URL of a list. */
+static void test_config_ironic_agent(void **state)
+{
+#define AGENT_UNIT "{\"name\":\"agent.service\",\"enabled\":false,\"contents\":\"ExecStart=/a --url http://h:1 " \
+		   "--infra-env-id ie\\n\"}"
+#define CONF(c) "{\"path\":\"/etc/ironic-python-agent.conf\",\"contents\":{\"source\":\"data:," c "\"}}"
+	static const char with[] =
+		"{\"systemd\":{\"units\":[" AGENT_UNIT ",{\"name\":\"ironic-agent.service\",\"enabled\":true}]},"
+		"\"storage\":{\"files\":[" CONF("%0A%5BDEFAULT%5D%0Aapi_url%20%3D%20https%3A%2F%2Fhub%3A6385,https%3A%2F%2Fb%0A"
+						"inspection_callback_url%20%3D%20https%3A%2F%2Fhub%3A5050%2Fv1%2Fcontinue%0A"
+						"insecure%20%3D%20True%0A") "]}}";
+	static const char unit_off[] =
+		"{\"systemd\":{\"units\":[" AGENT_UNIT ",{\"name\":\"ironic-agent.service\",\"enabled\":false}]},"
+		"\"storage\":{\"files\":[" CONF("api_url%20%3D%20http%3A%2F%2Fx%0A") "]}}";
+	static const char bad_url[] =
+		"{\"systemd\":{\"units\":[" AGENT_UNIT ",{\"name\":\"ironic-agent.service\"}]},"
+		"\"storage\":{\"files\":[" CONF("api_url%20%3D%20ftp%3A%2F%2Fx%0A") "]}}";
+	struct fakehost_config c;
+	ah_err err = { 0 };
+
+	assert_int_equal(fakehost_config_from_ignition(with, &c, &err), 0);
+	assert_string_equal(c.ipa_api_url, "https://hub:6385");
+	assert_string_equal(c.ipa_inspection_url, "https://hub:5050/v1/continue");
+	assert_true(c.ipa_insecure);
+	assert_string_equal(c.service_url, "http://h:1");
+	fakehost_config_release(&c);
+	assert_int_equal(fakehost_config_from_ignition(unit_off, &c, &err), 0);
+	assert_null(c.ipa_api_url);
+	fakehost_config_release(&c);
+	assert_int_equal(fakehost_config_from_ignition(bad_url, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "api_url"));
+#undef AGENT_UNIT
+#undef CONF
+}
+
+/* The ironic agent's inventory is the same machine as the assisted one. */
+static void test_ipa_inventory(void **state)
+{
+	struct fakehost_fleet f = fleet(3, 4, "192.168.111.0/24");
+	json_t *inv = fakehost_ipa_inventory(&f, 2), *a = fakehost_inventory(&f, 2);
+	char mac[18];
+
+	assert_non_null(inv);
+	fakehost_mac(&f, 2, mac);
+	assert_string_equal(STR(json_array_get(json_object_get(inv, "interfaces"), 0), "mac_address"), mac);
+	assert_string_equal(STR(json_object_get(inv, "boot"), "pxe_interface"), mac);
+	assert_string_equal(STR(json_array_get(json_object_get(inv, "interfaces"), 0), "ipv4_address"),
+			    "192.168.111.12");
+	assert_int_equal(json_array_size(json_object_get(inv, "disks")), 1); /* not the CD */
+	assert_int_equal(INT(json_array_get(json_object_get(inv, "disks"), 0), "size"), 120ll << 30);
+	assert_int_equal(INT(json_object_get(inv, "cpu"), "count"), 8);
+	assert_int_equal(INT(json_object_get(inv, "memory"), "physical_mb"), 32 * 1024);
+	assert_string_equal(STR(inv, "hostname"), STR(a, "hostname"));
+	json_decref(inv);
+	json_decref(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +420,8 @@ int main(void)
 		cmocka_unit_test(test_install_stages),
 		cmocka_unit_test(test_config_from_built_ignition),
 		cmocka_unit_test(test_config_handwritten),
+		cmocka_unit_test(test_config_ironic_agent),
+		cmocka_unit_test(test_ipa_inventory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
