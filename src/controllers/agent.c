@@ -274,11 +274,7 @@ int hub_applied_save(struct hub *h, const json_t *agent, const json_t *host, ah_
 	json_object_set_new(rec, "uid", json_string(jstr(meta, "uid") ? jstr(meta, "uid") : ""));
 	tr.text = json_dumps(rec, JSON_COMPACT);
 	json_decref(rec);
-	r = tr.text ? store_update(h->store, HOSTSPEC_RESOURCE, ns, name, 0, hub_render_text, &tr, NULL) : -ENOMEM;
-	if (r == -ENOENT)
-		r = store_create(h->store, HOSTSPEC_RESOURCE, ns, name, hub_render_text, &tr, NULL);
-	if (r == -EEXIST)
-		r = store_update(h->store, HOSTSPEC_RESOURCE, ns, name, 0, hub_render_text, &tr, NULL);
+	r = hub_record_put(h->store, HOSTSPEC_RESOURCE, ns, name, HUB_RECORD_ANY, tr.text);
 	free(tr.text);
 	if (r < 0) {
 		json_decref(now);
@@ -617,11 +613,7 @@ static void state_persist(struct hub *h, const char *ns, const char *id)
 		return;
 	tr.text = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(rec);
-	r = tr.text ? store_update(h->store, HOSTSTATE_RESOURCE, ns, id, 0, hub_render_text, &tr, NULL) : -ENOMEM;
-	if (r == -ENOENT)
-		r = store_create(h->store, HOSTSTATE_RESOURCE, ns, id, hub_render_text, &tr, NULL);
-	if (r == -EEXIST)
-		r = store_update(h->store, HOSTSTATE_RESOURCE, ns, id, 0, hub_render_text, &tr, NULL);
+	r = hub_record_put(h->store, HOSTSTATE_RESOURCE, ns, id, HUB_RECORD_ANY, tr.text);
 	free(tr.text);
 	pthread_mutex_lock(&h->lock);
 	l = lease_find(h, ns, id);

@@ -484,10 +484,7 @@ static int state_put(struct hub *h, const char *uid, const json_t *st, int64_t r
 
 	if (!tr.text)
 		return -ENOMEM;
-	if (rev)
-		r = store_update(h->store, CLUSTERSTATE_RESOURCE, "", uid, rev, hub_render_text, &tr, NULL);
-	else
-		r = store_create(h->store, CLUSTERSTATE_RESOURCE, "", uid, hub_render_text, &tr, NULL);
+	r = hub_record_put(h->store, CLUSTERSTATE_RESOURCE, "", uid, rev, tr.text);
 	free(tr.text);
 	return r;
 }

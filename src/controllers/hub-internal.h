@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "controllers/hub.h"
+#include "controllers/records.h"
 #include "controllers/runtime.h"
 #include "image/jwt.h"
 
@@ -15,7 +16,6 @@
 #define FINALIZER_INFRAENV "infraenv.agent-install.openshift.io/ai-deprovision"
 #define ANN_INVENTORY "agent.agent-install.openshift.io/inventory"
 #define API_PREFIX "/api/assisted-install/v2"
-#define IMAGESTATE_RESOURCE "agenthub.internal.imagestates"
 /* A new value of this InfraEnv annotation rotates its agent token. */
 #define ANN_ROTATE_TOKEN "agenthub.io/rotate-agent-token"
 
@@ -77,12 +77,8 @@ struct lease_list {
 	struct host_lease *head, *tail;
 };
 
-/* Private per-Agent records of the spec fields last applied to its host. */
-#define HOSTSPEC_RESOURCE "agenthub.internal.hostspecs"
-/* Private per-Agent records of the host's state (struct host_lease):
- * {"uid", "checkedInAt", "status", "statusUpdatedAt", "facts"}; deleted
- * with the Agent (hub_forget_host()). */
-#define HOSTSTATE_RESOURCE "agenthub.internal.hoststates"
+/* The private records (HOSTSPEC_RESOURCE, HOSTSTATE_RESOURCE, ...) are
+ * declared kinds with a schema: controllers/records.h. */
 
 struct hub {
 	struct kube_api *api;
@@ -109,6 +105,7 @@ struct hub {
 	 * (each file registers its own: hub_*_register()). */
 	struct rt *rt;
 	struct rt_controller *c_infraenv, *c_agent, *c_cd, *c_aci;
+	struct hub_records *records;   /* the record garbage collectors (records.c) */
 	const struct kube_kind *k_cd, *k_aci, *k_imageset;
 
 	/* Remote OS image downloads (osimages.c). */
@@ -150,7 +147,6 @@ int hub_host_ignition_token(struct hub *h, const json_t *agent, char **ret);
  * and AgentClusterInstall controllers.  The cluster's state lives in the
  * ACI status (and a private record of its timestamps); the runtime's
  * Agent index HUB_IDX_AGENT_CD tells which Agents name which CD. */
-#define CLUSTERSTATE_RESOURCE "agenthub.internal.clusterstates"
 void hub_cluster_init(struct hub *h);
 int hub_reconcile_cd(struct hub *h, const char *ns, const char *name);
 int hub_reconcile_aci(struct hub *h, const char *ns, const char *name);

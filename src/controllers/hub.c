@@ -309,13 +309,7 @@ int hub_infraenv_token(struct hub *h, const json_t *infraenv, char **ret, ah_err
 		json_object_del(st, "created");
 		text = json_dumps(st, JSON_COMPACT);
 		json_decref(st);
-		{
-			struct text_render tr = { text };
-
-			r = !text ? -ENOMEM :
-			    rev ? store_update(h->store, IMAGESTATE_RESOURCE, "", uid, rev, hub_render_text, &tr, NULL) :
-				  store_create(h->store, IMAGESTATE_RESOURCE, "", uid, hub_render_text, &tr, NULL);
-		}
+		r = hub_record_put(h->store, IMAGESTATE_RESOURCE, "", uid, rev, text);
 		free(text);
 		if (r == 0) {
 			if (rev)
@@ -495,6 +489,8 @@ static int start_controllers(struct hub *h)
 		r = hub_cluster_register(h);
 	if (r == 0)
 		r = hub_nmstate_register(h);
+	if (r == 0)
+		r = hub_records_register(h);
 	/* Hosts that stopped polling are found by a sweep (agentapi.c). */
 	if (r == 0)
 		r = rt_ticker(h->rt, 1000, sweep_disconnected, h);
@@ -556,6 +552,7 @@ void hub_free(struct hub *h)
 	if (!h)
 		return;
 	rt_free(h->rt);
+	hub_records_free(h);
 	hub_leases_release(h);
 	hub_os_images_stop(h);
 	for (i = 0; i < h->n_os_images; i++) {

@@ -50,10 +50,7 @@ static int imagestate_put(struct hub *h, const char *uid, json_t *st, int64_t re
 
 	if (!tr.text)
 		return -ENOMEM;
-	if (rev)
-		r = store_update(h->store, IMAGESTATE_RESOURCE, "", uid, rev, hub_render_text, &tr, NULL);
-	else
-		r = store_create(h->store, IMAGESTATE_RESOURCE, "", uid, hub_render_text, &tr, NULL);
+	r = hub_record_put(h->store, IMAGESTATE_RESOURCE, "", uid, rev, tr.text);
 	free(tr.text);
 	return r;
 }
