@@ -98,9 +98,6 @@ struct hub {
 	size_t lease_nbuckets, lease_count;
 	struct lease_list lease_active, lease_quiet;
 
-	pthread_mutex_t ie_lock;   /* guards ie_by_uid */
-	json_t *ie_by_uid;         /* object: InfraEnv uid -> "ns/name" (a lookup hint) */
-
 	/* The controller runtime and the controllers registered with it
 	 * (each file registers its own: hub_*_register()). */
 	struct rt *rt;

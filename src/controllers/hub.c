@@ -167,79 +167,61 @@ const struct os_image *hub_pick_os_image(struct hub *h, const char *version, con
 
 /* --- look-ups -------------------------------------------------------------- */
 
-struct find_ctx {
-	const char *uid;
-	json_t *found;
-};
-
-static int find_visit(const store_obj *so, void *userdata)
+static int first_visit(const char *ns, const char *name, void *ud)
 {
-	struct find_ctx *fc = userdata;
-	char needle[80];
+	json_t *pair = json_pack("[ss]", ns, name);
 
-	snprintf(needle, sizeof(needle), "\"uid\":\"%s\"", fc->uid);
-	if (!strstr(so->json, needle))
-		return 0;
-	fc->found = json_loadb(so->json, so->len, 0, NULL);
-	if (fc->found && strcmp(json_string_value(json_object_get(json_object_get(fc->found, "metadata"), "uid")) ?
-				json_string_value(json_object_get(json_object_get(fc->found, "metadata"), "uid")) : "", fc->uid) != 0) {
-		json_decref(fc->found);
-		fc->found = NULL;
-		return 0;
-	}
+	if (pair)
+		json_array_append_new(ud, pair);
 	return 1;
 }
 
+/* The InfraEnv the cache's uid index names, read from the store (fresh)
+ * and checked: 0, -ENOENT, or another negative errno. */
+static int infraenv_by_uid(struct hub *h, const char *uid, json_t **ret)
+{
+	json_t *pairs = json_array(), *ie = NULL;
+	store_obj *so = NULL;
+	int r;
+
+	if (!pairs)
+		return -ENOMEM;
+	r = rt_cache_keys_by(h->rt, h->k_infraenv->store_key, HUB_IDX_UID, uid, first_visit, pairs);
+	if (r >= 0 && json_array_size(pairs) == 0)
+		r = -ENOENT;
+	if (r >= 0)
+		r = store_get(h->store, h->k_infraenv->store_key, json_string_value(json_array_get(json_array_get(pairs, 0), 0)),
+			      json_string_value(json_array_get(json_array_get(pairs, 0), 1)), &so);
+	json_decref(pairs);
+	if (r < 0)
+		return r;
+	ie = json_loadb(so->json, so->len, 0, NULL);
+	store_obj_free(so);
+	/* Deleted and created again under the same name since the index saw it. */
+	if (!ie || !jstr(json_object_get(ie, "metadata"), "uid") ||
+	    strcmp(jstr(json_object_get(ie, "metadata"), "uid"), uid) != 0) {
+		json_decref(ie);
+		return -ENOENT;
+	}
+	*ret = ie;
+	return 0;
+}
+
 /* The infra-env id of an InfraEnv is its metadata.uid: unique, immutable,
- * and known to the object itself. */
+ * and known to the object itself.  Every agent request names one: it is
+ * found through the runtime cache's uid index (records.h HUB_IDX_UID), one
+ * store read, never a scan.  A miss waits (briefly) for the cache to take
+ * the store's latest events, so an InfraEnv written a moment ago is found. */
 int hub_find_infraenv(struct hub *h, const char *infra_env_id, json_t **ret)
 {
-	struct find_ctx fc = { .uid = infra_env_id };
-	const char *key = NULL;
-	char ns[256], name[256];
-	store_obj *so = NULL;
 	int r;
 
 	if (!infra_env_id || strlen(infra_env_id) != 36)
 		return -ENOENT;
-	/* Every agent request names its infra-env: remember where each uid
-	 * lives so that a lookup is one read, not a scan of all InfraEnvs.
-	 * The uid is checked on every hit (a deleted and recreated InfraEnv
-	 * has a new one), and a miss falls back to the scan. */
-	pthread_mutex_lock(&h->ie_lock);
-	key = json_string_value(json_object_get(h->ie_by_uid, infra_env_id));
-	if (key && sscanf(key, "%255[^/]/%255s", ns, name) != 2)
-		key = NULL;
-	pthread_mutex_unlock(&h->ie_lock);
-	if (key && store_get(h->store, h->k_infraenv->store_key, ns, name, &so) == 0) {
-		if (find_visit(so, &fc) == 1) {
-			store_obj_free(so);
-			*ret = fc.found;
-			return 0;
-		}
-		store_obj_free(so);
-	}
-	r = store_list(h->store, h->k_infraenv->store_key, NULL, NULL, NULL, find_visit, &fc, NULL);
-	if (r < 0)
-		return r;
-	pthread_mutex_lock(&h->ie_lock);
-	if (!fc.found) {
-		json_object_del(h->ie_by_uid, infra_env_id);
-	} else {
-		const json_t *meta = json_object_get(fc.found, "metadata");
-		char buf[520];
-
-		if (json_object_size(h->ie_by_uid) >= 65536)
-			json_object_clear(h->ie_by_uid);
-		snprintf(buf, sizeof(buf), "%s/%s", json_string_value(json_object_get(meta, "namespace")),
-			 json_string_value(json_object_get(meta, "name")));
-		json_object_set_new(h->ie_by_uid, infra_env_id, json_string(buf));
-	}
-	pthread_mutex_unlock(&h->ie_lock);
-	if (!fc.found)
-		return -ENOENT;
-	*ret = fc.found;
-	return 0;
+	r = infraenv_by_uid(h, infra_env_id, ret);
+	if (r == -ENOENT && rt_wait_synced(h->rt, 0, 1000) == 0)
+		r = infraenv_by_uid(h, infra_env_id, ret);
+	return r;
 }
 
 /* --- the per-InfraEnv image state (token, digest) --------------------------- */
@@ -528,8 +510,6 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 	h->k_secret = kube_registry_by_kind(h->reg, "v1", "Secret");
 	hub_cluster_init(h);
 	pthread_mutex_init(&h->lock, NULL);
-	h->ie_by_uid = json_object();
-	pthread_mutex_init(&h->ie_lock, NULL);
 	r = load_os_images(h, err);
 	if (r == 0)
 		r = jwt_keys_load_or_create(cfg->data_dir, &h->keys, err);
@@ -563,8 +543,6 @@ void hub_free(struct hub *h)
 	}
 	free(h->os_images);
 	jwt_keys_free(h->keys);
-	json_decref(h->ie_by_uid);
-	pthread_mutex_destroy(&h->ie_lock);
 	free(h->service_url);
 	free(h->hub_ca_pem);
 	free(h->default_iso);
