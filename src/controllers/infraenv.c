@@ -488,15 +488,33 @@ static int enqueue_visit(const char *ns, const char *name, void *ud)
 	return 0;
 }
 
-/* A Secret changed (a pull secret, most likely): every InfraEnv of its
- * namespace looks again (the cache's namespace listing). */
+/* The pull secret an InfraEnv names: "ns/name" (the only Secret its image
+ * is built from). */
+#define IDX_IE_PULL_SECRET "pullSecret"
+static void infraenv_pull_secret_index(const json_t *ie, json_t *out)
+{
+	const char *ns = jstr(json_object_get(ie, "metadata"), "namespace");
+	const char *name = jstr(json_object_get(json_object_get(ie, "spec"), "pullSecretRef"), "name");
+	char key[600];
+
+	if (ns && name && *name) {
+		snprintf(key, sizeof(key), "%s/%s", ns, name);
+		json_array_append_new(out, json_string(key));
+	}
+}
+
+/* A Secret changed: the InfraEnvs that name it as their pull secret look
+ * again (the cache's index; a missing Secret that appears is found the
+ * same way). */
 static void secret_to_infraenvs(struct rt_controller *c, void *ctx, const struct rt_event *ev)
 {
 	struct hub *h = ctx;
 	json_t *keys = json_array(), *k;
+	char key[600];
 	size_t i;
 
-	rt_cache_keys_ns(h->rt, h->k_infraenv->store_key, ev->so->ns, enqueue_visit, keys);
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
+	rt_cache_keys_by(h->rt, h->k_infraenv->store_key, IDX_IE_PULL_SECRET, key, enqueue_visit, keys);
 	json_array_foreach(keys, i, k)
 		rt_enqueue(c, json_string_value(json_array_get(k, 0)), json_string_value(json_array_get(k, 1)));
 	json_decref(keys);
@@ -519,5 +537,7 @@ int hub_infraenv_register(struct hub *h)
 		r = rt_cache_resource(h->rt, h->k_infraenv->store_key, true);
 	if (r == 0)
 		r = rt_cache_index(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_INFRAENV, agent_infraenv_index);
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_infraenv->store_key, IDX_IE_PULL_SECRET, infraenv_pull_secret_index);
 	return r;
 }
