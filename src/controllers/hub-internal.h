@@ -102,6 +102,7 @@ struct hub {
 	 * (each file registers its own: hub_*_register()). */
 	struct rt *rt;
 	struct rt_controller *c_infraenv, *c_agent, *c_cd, *c_aci;
+	struct rt_controller *c_osimage;  /* OS image news -> InfraEnvs (osimages.c) */
 	struct hub_records *records;   /* the record garbage collectors (records.c) */
 	const struct kube_kind *k_cd, *k_aci, *k_imageset;
 
@@ -122,6 +123,7 @@ int hub_infraenv_register(struct hub *h);
 int hub_agent_register(struct hub *h);
 int hub_cluster_register(struct hub *h);
 int hub_nmstate_register(struct hub *h);
+int hub_osimages_register(struct hub *h);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
 #define HUB_IDX_AGENT_TOKEN "ignitionTokenSecret" /* Agent -> "ns/name" of its token Secret */

@@ -472,6 +472,8 @@ static int start_controllers(struct hub *h)
 	if (r == 0)
 		r = hub_nmstate_register(h);
 	if (r == 0)
+		r = hub_osimages_register(h);
+	if (r == 0)
 		r = hub_records_register(h);
 	/* Hosts that stopped polling are found by a sweep (agentapi.c). */
 	if (r == 0)

@@ -6,9 +6,15 @@
  * checks that the result is an ISO with an Ignition embed area, and only
  * then renames it into place: a crash leaves either nothing or a complete,
  * verified file.  A failed try is retried with exponential back-off; until
- * an image is ready its InfraEnvs report why on their ImageCreated condition,
- * and every InfraEnv is queued again after each try so that the condition
- * follows. */
+ * an image is ready its InfraEnvs report why on their ImageCreated condition.
+ *
+ * The OS image controller (on the runtime; its keys are CPU
+ * architectures, cluster-scoped) carries the news: after each try the
+ * download thread queues the image's architecture, and its reconcile
+ * queues the InfraEnvs of that architecture, found through the cache's
+ * IDX_IE_ARCH index, so that their condition follows.  The transfer itself
+ * stays on its own thread: it may take minutes and must not hold a
+ * reconcile worker. */
 #include "hub-internal.h"
 
 #include <curl/curl.h>
@@ -230,26 +236,59 @@ static int download(struct hub *h, const char *url, const char *path, uint64_t *
 
 /* --- the download thread ----------------------------------------------------- */
 
+/* The architecture an InfraEnv's image is built for, as --os-images names
+ * it (hub_pick_os_image()). */
+static const char *arch_of(const char *arch)
+{
+	if (!arch || !*arch)
+		return "x86_64";
+	return strcmp(arch, "arm64") == 0 ? "aarch64" : arch;
+}
+
+#define IDX_IE_ARCH "cpuArchitecture"
+static void infraenv_arch_index(const json_t *ie, json_t *out)
+{
+	json_array_append_new(out, json_string(arch_of(json_string_value(
+		json_object_get(json_object_get(ie, "spec"), "cpuArchitecture")))));
+}
+
 static int requeue_visit(const char *ns, const char *name, void *userdata)
 {
 	json_array_append_new(userdata, json_pack("[ss]", ns, name));
 	return 0;
 }
 
-/* The InfraEnvs waiting on an image show the news (or the failure): every
- * InfraEnv the runtime's cache knows is queued, once the controllers run. */
-static void requeue_infraenvs(struct hub *h)
+/* An image of architecture key->name moved (downloaded, or a try failed):
+ * its InfraEnvs show the news. */
+static struct rt_result reconcile(void *ctx, const struct rt_key *key)
 {
+	struct hub *h = ctx;
 	json_t *keys = json_array(), *k;
 	size_t i;
+	int r;
 
 	if (!keys)
-		return;
-	rt_cache_keys_all(h->rt, h->k_infraenv->store_key, requeue_visit, keys);
+		return rt_error(-ENOMEM);
+	r = rt_cache_keys_by(h->rt, h->k_infraenv->store_key, IDX_IE_ARCH, key->name, requeue_visit, keys);
 	json_array_foreach(keys, i, k)
 		rt_enqueue(h->c_infraenv, json_string_value(json_array_get(k, 0)),
 			   json_string_value(json_array_get(k, 1)));
 	json_decref(keys);
+	return rt_from_errno(r);
+}
+
+int hub_osimages_register(struct hub *h)
+{
+	struct rt_controller_def d = {
+		.name = "OSImage",
+		.reconcile = reconcile,
+		.ctx = h,
+	};
+	int r = rt_register(h->rt, &d, &h->c_osimage);
+
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_infraenv->store_key, IDX_IE_ARCH, infraenv_arch_index);
+	return r;
 }
 
 static void *fetch_main(void *arg)
@@ -341,8 +380,10 @@ static void *fetch_main(void *arg)
 		free(url);
 		free(path);
 		/* Before the controllers run, their first pass sees it anyway. */
-		if (running)
-			requeue_infraenvs(h);
+		if (running && h->c_osimage)
+			for (i = 0; i < h->n_os_images; i++)
+				if (&h->os_images[i] == due || strcmp(h->os_images[i].url, due->url) == 0)
+					rt_enqueue(h->c_osimage, "", h->os_images[i].cpu_architecture);
 		pthread_mutex_lock(&h->os_lock);
 	}
 	pthread_mutex_unlock(&h->os_lock);
