@@ -63,108 +63,6 @@ static const char *jstr(const json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
-/* --- OS images ------------------------------------------------------------ */
-
-static int load_os_images(struct hub *h, ah_err *err)
-{
-	json_error_t jerr;
-	json_t *list, *e;
-	size_t i;
-
-	if (!h->cfg.os_images_file) {
-		h->os_images = calloc(1, sizeof(*h->os_images));
-		if (!h->os_images)
-			return -ENOMEM;
-		h->os_images[0].openshift_version = strdup("4.19");
-		h->os_images[0].cpu_architecture = strdup("x86_64");
-		h->os_images[0].url = strdup(h->default_iso ? h->default_iso : "");
-		h->os_images[0].version = strdup("419.96.202510010000-0");
-		h->n_os_images = 1;
-		return hub_os_images_start(h, err);
-	}
-	list = json_load_file(h->cfg.os_images_file, 0, &jerr);
-	if (!json_is_array(list) || json_array_size(list) == 0) {
-		json_decref(list);
-		return ah_err_set(err, EINVAL, 0, "", "--os-images %s: expected a non-empty JSON array: %s",
-				  h->cfg.os_images_file, jerr.text);
-	}
-	h->os_images = calloc(json_array_size(list), sizeof(*h->os_images));
-	if (!h->os_images) {
-		json_decref(list);
-		return -ENOMEM;
-	}
-	json_array_foreach(list, i, e) {
-		const char *keys[] = { "openshift_version", "cpu_architecture", "url", "version" };
-		size_t k;
-
-		for (k = 0; k < 4; k++) {
-			if (!jstr(e, keys[k]) || !*jstr(e, keys[k])) {
-				json_decref(list);
-				return ah_err_set(err, EINVAL, 0, "",
-						  "--os-images %s: entry %zu has no \"%s\"", h->cfg.os_images_file,
-						  i, keys[k]);
-			}
-		}
-		/* Besides local paths, http(s) URLs are downloaded once (osimages.c). */
-		if (strstr(jstr(e, "url"), "://") && strncmp(jstr(e, "url"), "file://", 7) != 0 &&
-		    strncmp(jstr(e, "url"), "http://", 7) != 0 && strncmp(jstr(e, "url"), "https://", 8) != 0) {
-			json_decref(list);
-			return ah_err_set(err, EINVAL, 0, "",
-					  "--os-images %s: entry %zu: \"url\" must be a local path or a file, http or https URL",
-					  h->cfg.os_images_file, i);
-		}
-		h->os_images[i].openshift_version = strdup(jstr(e, "openshift_version"));
-		h->os_images[i].cpu_architecture = strdup(jstr(e, "cpu_architecture"));
-		h->os_images[i].url = strdup(strncmp(jstr(e, "url"), "file://", 7) == 0 ?
-					     jstr(e, "url") + 7 : jstr(e, "url"));
-		h->os_images[i].version = strdup(jstr(e, "version"));
-		h->n_os_images++;
-	}
-	json_decref(list);
-	return hub_os_images_start(h, err);
-}
-
-/* Compare dotted versions numerically ("4.10" > "4.9"). */
-static int version_cmp(const char *a, const char *b)
-{
-	while (*a || *b) {
-		long x = strtol(a, (char **)&a, 10), y = strtol(b, (char **)&b, 10);
-
-		if (x != y)
-			return x < y ? -1 : 1;
-		while (*a && (*a < '0' || *a > '9'))
-			a++;
-		while (*b && (*b < '0' || *b > '9'))
-			b++;
-	}
-	return 0;
-}
-
-const struct os_image *hub_pick_os_image(struct hub *h, const char *version, const char *arch)
-{
-	const struct os_image *best = NULL;
-	size_t i;
-
-	if (!arch || !*arch)
-		arch = "x86_64";
-	if (strcmp(arch, "arm64") == 0)
-		arch = "aarch64";
-	for (i = 0; i < h->n_os_images; i++) {
-		const struct os_image *o = &h->os_images[i];
-
-		if (strcmp(o->cpu_architecture, arch) != 0)
-			continue;
-		if (version && *version) {
-			if (strcmp(o->version, version) == 0 || strcmp(o->openshift_version, version) == 0)
-				return o;
-			continue;
-		}
-		if (!best || version_cmp(o->openshift_version, best->openshift_version) > 0)
-			best = o;
-	}
-	return best;
-}
-
 /* --- look-ups -------------------------------------------------------------- */
 
 static int first_visit(const char *ns, const char *name, void *ud)
@@ -480,11 +378,8 @@ static int start_controllers(struct hub *h)
 		r = rt_ticker(h->rt, 1000, sweep_disconnected, h);
 	if (r == 0)
 		r = rt_start(h->rt);
-	if (r == 0 && h->os_init) {
-		pthread_mutex_lock(&h->os_lock);
-		h->controllers_running = true;
-		pthread_mutex_unlock(&h->os_lock);
-	}
+	if (r == 0)
+		hub_os_images_controllers_running(h);
 	return r;
 }
 
@@ -512,7 +407,7 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 	h->k_secret = kube_registry_by_kind(h->reg, "v1", "Secret");
 	hub_cluster_init(h);
 	pthread_mutex_init(&h->lock, NULL);
-	r = load_os_images(h, err);
+	r = hub_os_images_load(h, err);
 	if (r == 0)
 		r = jwt_keys_load_or_create(cfg->data_dir, &h->keys, err);
 	if (r == 0)
@@ -529,21 +424,12 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 
 void hub_free(struct hub *h)
 {
-	size_t i;
-
 	if (!h)
 		return;
 	rt_free(h->rt);
 	hub_records_free(h);
 	hub_leases_release(h);
-	hub_os_images_stop(h);
-	for (i = 0; i < h->n_os_images; i++) {
-		free(h->os_images[i].openshift_version);
-		free(h->os_images[i].cpu_architecture);
-		free(h->os_images[i].url);
-		free(h->os_images[i].version);
-	}
-	free(h->os_images);
+	hub_os_images_free(h);
 	jwt_keys_free(h->keys);
 	free(h->service_url);
 	free(h->hub_ca_pem);
