@@ -91,6 +91,7 @@ struct hub {
 	struct rt_controller *c_infraenv, *c_agent, *c_cd, *c_aci;
 	struct rt_controller *c_osimage;  /* OS image news -> InfraEnvs (osimages.c) */
 	struct hub_records *records;   /* the record garbage collectors (records.c) */
+	struct hub_spoke *spoke;       /* the SpokeCleanup controller's outcomes (spoke.c) */
 	const struct kube_kind *k_cd, *k_aci, *k_imageset;
 };
 
@@ -106,6 +107,7 @@ int hub_cluster_register(struct hub *h);
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
 #define HUB_IDX_AGENT_TOKEN "ignitionTokenSecret" /* Agent -> "ns/name" of its token Secret */
 #define HUB_IDX_AGENT_INFRAENV "infraEnv"       /* Agent -> "ns/name" of the InfraEnv it was discovered by */
+#define HUB_IDX_AGENT_MAC "macAddress"          /* Agent -> "ns/mac" (lower case) of each inventory interface */
 #define HUB_IDX_ACI_IMAGESET "imageSet"        /* AgentClusterInstall -> its ClusterImageSet */
 int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name);
 int hub_reconcile_agent(struct hub *h, const char *ns, const char *name);

@@ -372,6 +372,8 @@ static int start_controllers(struct hub *h)
 	if (r == 0)
 		r = hub_osimages_register(h);
 	if (r == 0)
+		r = hub_spoke_register(h);
+	if (r == 0)
 		r = hub_records_register(h);
 	/* Hosts that stopped polling are found by a sweep (agentapi.c). */
 	if (r == 0)
@@ -428,6 +430,7 @@ void hub_free(struct hub *h)
 		return;
 	rt_free(h->rt);
 	hub_records_free(h);
+	hub_spoke_free(h);
 	hub_leases_release(h);
 	hub_os_images_free(h);
 	jwt_keys_free(h->keys);

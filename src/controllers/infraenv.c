@@ -12,6 +12,7 @@
  * generation; otherwise ImageCreated is False and the URL is withdrawn. */
 #include "hub-internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -482,6 +483,30 @@ static void agent_infraenv_index(const json_t *agent, json_t *out)
 	}
 }
 
+/* The MAC addresses an Agent's inventory reports: "ns/mac" in lower case
+ * (the image service's boot-order gate looks a booting host up by it). */
+static void agent_mac_index(const json_t *agent, json_t *out)
+{
+	const char *ns = jstr(json_object_get(agent, "metadata"), "namespace");
+	const json_t *ifs = json_object_get(json_object_get(json_object_get(agent, "status"), "inventory"), "interfaces");
+	const json_t *itf;
+	char key[600];
+	size_t i, k;
+
+	if (!ns)
+		return;
+	json_array_foreach(ifs, i, itf) {
+		const char *m = jstr(itf, "macAddress");
+
+		if (!m || !*m)
+			continue;
+		snprintf(key, sizeof(key), "%s/%s", ns, m);
+		for (k = strlen(ns) + 1; key[k]; k++)
+			key[k] = (char)tolower((unsigned char)key[k]);
+		json_array_append_new(out, json_string(key));
+	}
+}
+
 static int enqueue_visit(const char *ns, const char *name, void *ud)
 {
 	json_array_append_new(ud, json_pack("[ss]", ns, name));
@@ -539,5 +564,7 @@ int hub_infraenv_register(struct hub *h)
 		r = rt_cache_index(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_INFRAENV, agent_infraenv_index);
 	if (r == 0)
 		r = rt_cache_index(h->rt, h->k_infraenv->store_key, IDX_IE_PULL_SECRET, infraenv_pull_secret_index);
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_MAC, agent_mac_index);
 	return r;
 }

@@ -69,26 +69,28 @@ static int collect_pair(const char *ns, const char *name, void *ud)
 	return 0;
 }
 
-/* The values a selector requires (matchLabels pairs, In values) as index
- * values "ns/key=value" into out; false when it names none. */
+/* The index values "ns/key=value" every NMStateConfig a selector matches
+ * carries one of: its first matchLabels pair, else the values of its first
+ * In expression; false when it names none (only NotIn, Exists and
+ * DoesNotExist). */
 static bool selector_values(const char *ns, const json_t *selj, json_t *out)
 {
 	const json_t *ml = json_object_get(selj, "matchLabels"), *e, *v;
 	const char *k;
 	char buf[1024];
 	size_t i, j;
-	bool any = false;
 
 	json_object_foreach((json_t *)ml, k, v) {
 		if (!json_is_string(v))
 			continue;
 		snprintf(buf, sizeof(buf), "%s/%s=%s", ns, k, json_string_value(v));
 		json_array_append_new(out, json_string(buf));
-		any = true;
+		return true;
 	}
 	json_array_foreach(json_object_get(selj, "matchExpressions"), i, e) {
 		const char *op = json_string_value(json_object_get(e, "operator"));
 		const char *key = json_string_value(json_object_get(e, "key"));
+		bool any = false;
 
 		if (!op || !key || strcmp(op, "In") != 0)
 			continue;
@@ -98,8 +100,10 @@ static bool selector_values(const char *ns, const json_t *selj, json_t *out)
 				json_array_append_new(out, json_string(buf));
 				any = true;
 			}
+		/* "In ()" matches nothing: no value is the right answer. */
+		return any || json_array_size(json_object_get(e, "values")) == 0;
 	}
-	return any;
+	return false;
 }
 
 /* The candidates for a selector: the NMStateConfigs of ns that carry the
@@ -119,9 +123,8 @@ static json_t *candidates(struct hub *h, const char *ns, const json_t *selj)
 		json_decref(vals);
 		return best;
 	}
-	/* matchLabels pairs each narrow the set: the smallest will do.  In
-	 * values widen it: their union is needed.  Keep it simple and exact:
-	 * the union of all, filtered by the whole selector afterwards. */
+	/* The union over the values (one, or an In expression's), filtered
+	 * by the whole selector afterwards. */
 	best = json_array();
 	json_array_foreach(vals, i, v)
 		if (best)
@@ -154,7 +157,7 @@ static int load_hosts(struct hub *h, const json_t *ie, json_t **ret_objs,
 	struct nmstate_host *hosts = NULL;
 	label_selector *sel = NULL;
 	char **labels = NULL;
-	json_t *objs = NULL, *cands, *pair, **arr = NULL;
+	json_t *objs = NULL, *cands, *pair, **arr = NULL, *seen;
 	size_t i, n, na = 0;
 	json_t *o;
 	int r = 0;
@@ -186,14 +189,12 @@ static int load_hosts(struct hub *h, const json_t *ie, json_t **ret_objs,
 		free(arr);
 		return -ENOMEM;
 	}
+	seen = json_object();
 	json_array_foreach(cands, i, pair) {
 		const char *name = json_string_value(json_array_get(pair, 1));
-		bool dup = false;
 
-		for (size_t j = 0; j < na && !dup; j++)
-			dup = strcmp(json_string_value(json_object_get(json_object_get(arr[j], "metadata"), "name")),
-				     name) == 0;
-		if (dup)
+		/* In values: an object may carry only one of them, but be safe. */
+		if (!seen || json_object_get(seen, name) || json_object_set_new(seen, name, json_true()) < 0)
 			continue;
 		o = rt_cache_get(h->rt, NMSTATE_RESOURCE, ns, name);
 		if (!o)
@@ -206,6 +207,7 @@ static int load_hosts(struct hub *h, const json_t *ie, json_t **ret_objs,
 	}
 	label_selector_free(sel);
 	json_decref(cands);
+	json_decref(seen);
 	/* Hosts are numbered in name order: the image does not change with
 	 * the order of a lookup. */
 	qsort(arr, na, sizeof(*arr), cmp_names);
