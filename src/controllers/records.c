@@ -173,8 +173,15 @@ static int owner_lives(struct gc *g, const char *ns, const char *name, const jso
 	int r;
 
 	if (g->kind->key == HUB_RECORD_BY_UID) {
+		uint64_t gen = rt_cache_generation(g->h->rt);
+
 		r = rt_cache_keys_by(g->h->rt, g->owner->store_key, HUB_IDX_UID, name, found_visit, &found);
-		return r < 0 ? r : found;
+		if (r < 0 || found)
+			return r < 0 ? r : 1;
+		/* A miss while the cache is refilled proves nothing. */
+		if ((gen & 1) || rt_cache_generation(g->h->rt) != gen)
+			return -EAGAIN;
+		return 0;
 	}
 	r = store_get(g->h->store, g->owner->store_key, ns, name, &so);
 	if (r == -ENOENT)
@@ -219,6 +226,10 @@ static struct rt_result gc_reconcile(void *ctx, const struct rt_key *key)
 	rec = json_loadb(so->json, so->len, 0, NULL);
 	r = owner_lives(g, key->ns, key->name, rec);
 	json_decref(rec);
+	if (r == -EAGAIN) {
+		store_obj_free(so);
+		return rt_requeue_after(1000);
+	}
 	if (r == 0) {
 		r = hub_record_delete(g->h->store, g->kind->resource, key->ns, key->name, so->rev);
 		if (r == 0)

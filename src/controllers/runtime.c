@@ -81,6 +81,7 @@ struct rt {
 	uint64_t events;
 
 	pthread_mutex_t clock;
+	uint64_t cache_gen;     /* odd while resync() refills the cache (rt_cache_generation) */
 	struct rt_cres cres[16];
 	size_t ncres;
 
@@ -884,6 +885,7 @@ static void resync(struct rt *rt)
 	size_t nd = 0, i, j, k;
 
 	pthread_mutex_lock(&rt->clock);
+	__atomic_add_fetch(&rt->cache_gen, 1, __ATOMIC_SEQ_CST);
 	for (i = 0; i < rt->ncres; i++) {
 		struct rt_cres *cr = &rt->cres[i];
 
@@ -907,6 +909,12 @@ static void resync(struct rt *rt)
 		}
 	for (k = 0; k < nd; k++)
 		store_list(rt->store, done[k], NULL, NULL, NULL, list_visit, rt, NULL);
+	__atomic_add_fetch(&rt->cache_gen, 1, __ATOMIC_SEQ_CST);
+}
+
+uint64_t rt_cache_generation(struct rt *rt)
+{
+	return __atomic_load_n(&rt->cache_gen, __ATOMIC_SEQ_CST);
 }
 
 static void *watch_main(void *arg)

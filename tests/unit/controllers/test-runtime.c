@@ -525,7 +525,10 @@ static void test_wait_synced(void **state)
 	assert_int_equal(store_open(db, &so, &s), 0);
 	assert_int_equal(rt_new(s, &o, &rt), 0);
 	assert_int_equal(rt_cache_index(rt, "things", "uid", uid_index), 0);
+	assert_int_equal(rt_cache_generation(rt), 0);
 	assert_int_equal(rt_start(rt), 0);
+	/* The start filled the cache: one refill, done (even). */
+	assert_int_equal(rt_cache_generation(rt), 2);
 	for (int i = 0; i < 3; i++) {
 		char name[16], text[64];
 
