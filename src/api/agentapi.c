@@ -463,8 +463,8 @@ static enum http_result do_step_reply(struct hub *h, struct http_req *req, const
 			if (st)
 				n = host_apply_verify_vips_reply(st, body, &err);
 			if (n > 0 && (tr.text = json_dumps(st, JSON_COMPACT | JSON_SORT_KEYS)))
-				u = store_update(h->store, CLUSTERSTATE_RESOURCE, "", jstr(hc.cluster, "id"), so->rev,
-						 hub_render_text, &tr, NULL);
+				u = hub_record_put(h->store, CLUSTERSTATE_RESOURCE, "", jstr(hc.cluster, "id"), so->rev,
+						   tr.text);
 			free(tr.text);
 			json_decref(st);
 			store_obj_free(so);

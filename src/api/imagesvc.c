@@ -10,6 +10,7 @@
  * embed area cannot hold is refused with an error, never streamed. */
 #include "api/api-internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -499,6 +500,12 @@ static int mac_visit(const store_obj *so, void *userdata)
 	return 0;
 }
 
+static int mac_pair_visit(const char *ns, const char *name, void *ud)
+{
+	json_array_append_new(ud, json_pack("[ss]", ns, name));
+	return 0;
+}
+
 /* boot-order-control: a host that is installed (or past the point of
  * writing its disk) boots from its disk: 404 makes iPXE fall through to
  * the next boot device (image.md §5.2).  0 = boot discovery. */
@@ -511,8 +518,29 @@ static int mac_gate(struct hub *h, struct http_req *req, const json_t *ie, const
 	const char *state, *stage;
 	size_t i;
 
-	store_list(h->store, h->k_agent->store_key, json_string_value(json_object_get(meta, "namespace")), NULL, NULL,
-		   mac_visit, &mf, NULL);
+	/* The Agents that reported the MAC, from the runtime cache's index
+	 * (never a listing of the namespace), each read and checked. */
+	{
+		const char *ns = json_string_value(json_object_get(meta, "namespace"));
+		json_t *pairs = json_array(), *p;
+		char key[600];
+		size_t k;
+
+		snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", mac);
+		for (k = strlen(ns ? ns : "") + 1; key[k]; k++)
+			key[k] = (char)tolower((unsigned char)key[k]);
+		if (pairs)
+			rt_cache_keys_by(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_MAC, key, mac_pair_visit, pairs);
+		json_array_foreach(pairs, k, p) {
+			store_obj *so = NULL;
+
+			if (store_get(h->store, h->k_agent->store_key, ns, json_string_value(json_array_get(p, 1)), &so) == 0) {
+				mac_visit(so, &mf);
+				store_obj_free(so);
+			}
+		}
+		json_decref(pairs);
+	}
 	if (mf.found > 1) {
 		json_decref(mf.agent);
 		*res = hub_reply_error(req, 500, "found %d hosts with MAC address %s in infra-env %s", mf.found, mac,

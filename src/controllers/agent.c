@@ -274,11 +274,7 @@ int hub_applied_save(struct hub *h, const json_t *agent, const json_t *host, ah_
 	json_object_set_new(rec, "uid", json_string(jstr(meta, "uid") ? jstr(meta, "uid") : ""));
 	tr.text = json_dumps(rec, JSON_COMPACT);
 	json_decref(rec);
-	r = tr.text ? store_update(h->store, HOSTSPEC_RESOURCE, ns, name, 0, hub_render_text, &tr, NULL) : -ENOMEM;
-	if (r == -ENOENT)
-		r = store_create(h->store, HOSTSPEC_RESOURCE, ns, name, hub_render_text, &tr, NULL);
-	if (r == -EEXIST)
-		r = store_update(h->store, HOSTSPEC_RESOURCE, ns, name, 0, hub_render_text, &tr, NULL);
+	r = hub_record_put(h->store, HOSTSPEC_RESOURCE, ns, name, HUB_RECORD_ANY, tr.text);
 	free(tr.text);
 	if (r < 0) {
 		json_decref(now);
@@ -624,11 +620,7 @@ static void state_persist(struct hub *h, const char *ns, const char *id)
 		return;
 	tr.text = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(rec);
-	r = tr.text ? store_update(h->store, HOSTSTATE_RESOURCE, ns, id, 0, hub_render_text, &tr, NULL) : -ENOMEM;
-	if (r == -ENOENT)
-		r = store_create(h->store, HOSTSTATE_RESOURCE, ns, id, hub_render_text, &tr, NULL);
-	if (r == -EEXIST)
-		r = store_update(h->store, HOSTSTATE_RESOURCE, ns, id, 0, hub_render_text, &tr, NULL);
+	r = hub_record_put(h->store, HOSTSTATE_RESOURCE, ns, id, HUB_RECORD_ANY, tr.text);
 	free(tr.text);
 	pthread_mutex_lock(&h->lock);
 	l = lease_find(h, ns, id);
@@ -1093,61 +1085,36 @@ static int binding_sync(struct hub *h, const json_t *agent, json_t *host, ah_err
 }
 
 #define ANN_SKIP_SPOKE_CLEANUP "agent.agent-install.openshift.io/skip-spoke-cleanup"
-#define SPOKE_RETRY_MS 10000
 
 /* The spoke cleanup owed by an unbind (kubeapi.md §4.4 step 3), once the
  * host is back in the discovery image: its Node in the cluster it left is
  * deleted through that cluster's admin kubeconfig.  The skip annotation, or
  * no kubeconfig Secret, just clears it.  A failure shows in the Cleanup
  * condition ("spoke_cleanup_error") and is tried again in 10 s; setting the
- * annotation aborts it.  1 when the owed cleanup was settled. */
+ * annotation aborts it.  The SpokeCleanup controller (spoke.c) does the
+ * deletion, off this pass.  1 when the owed cleanup was settled. */
 static int spoke_cleanup(struct hub *h, const json_t *agent, json_t *host)
 {
 	static const char *const waiting[] = { "unbinding", "unbinding-pending-user-action", "reclaiming",
 					       "reclaiming-rebooting", "binding", NULL };
 	const json_t *meta = json_object_get(agent, "metadata");
 	const char *cdkey = jstr(host, "deprovision_cd"), *st = jstr(host, "status");
-	char ns[256], name[256], secname[320];
-	json_t *cd = NULL, *sec = NULL;
-	const char *kc64, *ref;
-	unsigned char *kc = NULL;
-	size_t kclen = 0;
-	ah_err err;
-	int r;
 
 	if (!cdkey || !*cdkey || !st)
 		return 0;
 	for (const char *const *w = waiting; *w; w++)
 		if (strcmp(st, *w) == 0)
 			return 0;
-	if (!json_object_get(json_object_get(meta, "annotations"), ANN_SKIP_SPOKE_CLEANUP) &&
-	    sscanf(cdkey, "%255[^/]/%255s", ns, name) == 2) {
-		/* The Secret the ClusterDeployment names, or the usual name
-		 * when the ClusterDeployment is gone. */
-		snprintf(secname, sizeof(secname), "%s-admin-kubeconfig", name);
-		if (kube_get(h->api, h->k_cd, ns, name, &cd, &err) == 0) {
-			ref = jstr(json_object_get(json_object_get(json_object_get(cd, "spec"), "clusterMetadata"),
-						   "adminKubeconfigSecretRef"), "name");
-			if (ref && *ref)
-				snprintf(secname, sizeof(secname), "%s", ref);
-		}
-		json_decref(cd);
-		if (kube_get(h->api, h->k_secret, ns, secname, &sec, &err) == 0 &&
-		    (kc64 = jstr(json_object_get(sec, "data"), "kubeconfig")) &&
-		    util_base64_decode(kc64, strlen(kc64), &kc, &kclen) == 0) {
-			r = hub_spoke_delete_node((const char *)kc, kclen, jstr(host, "deprovision_node"), &err);
-			OPENSSL_cleanse(kc, kclen);
-			free(kc);
-			if (r < 0) {
-				json_decref(sec);
-				json_object_set_new(host, "spoke_cleanup_error", json_string(err.message));
-				rt_enqueue_after(h->c_agent, jstr(meta, "namespace"), jstr(meta, "name"), SPOKE_RETRY_MS);
-				return 0;
-			}
-			log_info("agent %s/%s: node %s deleted from the cluster of %s", jstr(meta, "namespace"),
-				 jstr(meta, "name"), jstr(host, "deprovision_node"), cdkey);
-		}
-		json_decref(sec);
+	/* The deletion itself is the SpokeCleanup controller's (spoke.c):
+	 * this pass asks for it and takes its outcome. */
+	if (!json_object_get(json_object_get(meta, "annotations"), ANN_SKIP_SPOKE_CLEANUP)) {
+		char msg[AH_ERR_MSG_MAX];
+		int o = hub_spoke_cleanup_outcome(h, agent, cdkey, jstr(host, "deprovision_node"), msg, sizeof(msg));
+
+		if (o < 0)
+			json_object_set_new(host, "spoke_cleanup_error", json_string(msg));
+		if (o <= 0)
+			return 0;
 	}
 	json_object_set_new(host, "deprovision_cd", json_string(""));
 	json_object_set_new(host, "deprovision_node", json_string(""));

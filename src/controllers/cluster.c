@@ -486,10 +486,7 @@ static int state_put(struct hub *h, const char *uid, const json_t *st, int64_t r
 
 	if (!tr.text)
 		return -ENOMEM;
-	if (rev)
-		r = store_update(h->store, CLUSTERSTATE_RESOURCE, "", uid, rev, hub_render_text, &tr, NULL);
-	else
-		r = store_create(h->store, CLUSTERSTATE_RESOURCE, "", uid, hub_render_text, &tr, NULL);
+	r = hub_record_put(h->store, CLUSTERSTATE_RESOURCE, "", uid, rev, tr.text);
 	free(tr.text);
 	return r;
 }
@@ -1777,13 +1774,37 @@ static void imageset_to_cds(struct rt_controller *c, void *ctx, const struct rt_
 	json_decref(acis);
 }
 
-/* A Secret (pull secret, admin kubeconfig) changed: the CDs of its namespace. */
+/* The Secrets a CD's reconcile reads or writes: "ns/name" of its pull
+ * secret, its admin kubeconfig and its admin password Secret. */
+#define IDX_CD_SECRET "secrets"
+static void cd_secret_index(const json_t *cd, json_t *out)
+{
+	const char *ns = meta_str(cd, "namespace"), *ps = jstr(json_object_get(json_object_get(cd, "spec"), "pullSecretRef"), "name");
+	char name[300], key[600];
+
+	if (!ns || !meta_str(cd, "name"))
+		return;
+	if (ps && *ps) {
+		snprintf(key, sizeof(key), "%s/%s", ns, ps);
+		json_array_append_new(out, json_string(key));
+	}
+	kubeconfig_secret_name(cd, name, sizeof(name));
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	json_array_append_new(out, json_string(key));
+	snprintf(key, sizeof(key), "%s/%s-admin-password", ns, meta_str(cd, "name"));
+	json_array_append_new(out, json_string(key));
+}
+
+/* A Secret (pull secret, admin kubeconfig) changed: the CDs that name it
+ * (the cache's index). */
 static void secret_to_cds(struct rt_controller *c, void *ctx, const struct rt_event *ev)
 {
 	struct hub *h = ctx;
 	json_t *pairs = json_array();
+	char key[600];
 
-	rt_cache_keys_ns(h->rt, h->k_cd->store_key, ev->so->ns, collect_visit, pairs);
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
+	rt_cache_keys_by(h->rt, h->k_cd->store_key, IDX_CD_SECRET, key, collect_visit, pairs);
 	enqueue_pairs(c, pairs);
 }
 
@@ -1824,6 +1845,8 @@ int hub_cluster_register(struct hub *h)
 		r = rt_cache_index(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_CD, agent_cd_index);
 	if (r == 0)
 		r = rt_cache_resource(h->rt, h->k_cd->store_key, false);
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_cd->store_key, IDX_CD_SECRET, cd_secret_index);
 	if (r == 0)
 		r = rt_cache_resource(h->rt, h->k_aci->store_key, true);
 	if (r == 0)

@@ -1,5 +1,7 @@
 /* hub-internal.h - shared between the hub's files (controllers, agent API,
- * image service); not for other layers. */
+ * image service); not for other layers.  What one module offers the others
+ * is in its own header (osimages.h, nmstate.h, records.h, spoke.h,
+ * agent.h, runtime.h); this one holds struct hub and what is left. */
 #ifndef AH_CONTROLLERS_HUB_INTERNAL_H
 #define AH_CONTROLLERS_HUB_INTERNAL_H
 
@@ -9,6 +11,10 @@
 
 #include "controllers/hub.h"
 #include "controllers/evlimit.h"
+#include "controllers/nmstate.h"
+#include "controllers/osimages.h"
+#include "controllers/records.h"
+#include "controllers/spoke.h"
 #include "controllers/runtime.h"
 #include "image/jwt.h"
 
@@ -16,26 +22,8 @@
 #define FINALIZER_INFRAENV "infraenv.agent-install.openshift.io/ai-deprovision"
 #define ANN_INVENTORY "agent.agent-install.openshift.io/inventory"
 #define API_PREFIX "/api/assisted-install/v2"
-#define IMAGESTATE_RESOURCE "agenthub.internal.imagestates"
 /* A new value of this InfraEnv annotation rotates its agent token. */
 #define ANN_ROTATE_TOKEN "agenthub.io/rotate-agent-token"
-
-struct os_image {
-	char *openshift_version;
-	char *cpu_architecture;
-	char *url;      /* a local path (or file:// URL) to the base ISO, or an
-			 * http(s) URL that osimages.c downloads into the data dir */
-	char *version;  /* RHCOS build */
-	/* Set by hub_os_images_start() and freed by hub_os_images_stop(). */
-	char *path;             /* the base ISO to read: url, or the cache file */
-	bool remote;            /* url is http(s) */
-	uint64_t area_len;      /* its Ignition embed area; 0 = unknown (not read yet) */
-	/* Remote images only; guarded by hub.os_lock. */
-	bool ready;             /* path holds the verified download */
-	int attempts;           /* failed downloads so far */
-	int64_t retry_at_ms;    /* util_mono_ms() of the next try */
-	char *fetch_error;      /* why the last try failed (no secrets), or NULL */
-};
 
 /* What a host reported that is not kept in its Agent.  The part later
  * decisions need (check-in time, status-change time, step facts) is also
@@ -78,12 +66,8 @@ struct lease_list {
 	struct host_lease *head, *tail;
 };
 
-/* Private per-Agent records of the spec fields last applied to its host. */
-#define HOSTSPEC_RESOURCE "agenthub.internal.hostspecs"
-/* Private per-Agent records of the host's state (struct host_lease):
- * {"uid", "checkedInAt", "status", "statusUpdatedAt", "facts"}; deleted
- * with the Agent (hub_forget_host()). */
-#define HOSTSTATE_RESOURCE "agenthub.internal.hoststates"
+/* The private records (HOSTSPEC_RESOURCE, HOSTSTATE_RESOURCE, ...) are
+ * declared kinds with a schema: controllers/records.h. */
 
 struct hub {
 	struct kube_api *api;
@@ -95,30 +79,22 @@ struct hub {
 				    * no earlier (it could not call while we were down) */
 	char *service_url, *hub_ca_pem, *default_iso;
 	struct jwt_keys *keys;
-	struct os_image *os_images;
-	size_t n_os_images;
+	struct hub_os_images *osi;  /* the OS images and their downloads (osimages.h) */
 
 	pthread_mutex_t lock;      /* guards the leases: table, lists and their fields */
 	struct host_lease **lease_buckets; /* hash table keyed by (namespace, host id) */
 	size_t lease_nbuckets, lease_count;
 	struct lease_list lease_active, lease_quiet;
 
-	pthread_mutex_t ie_lock;   /* guards ie_by_uid */
-	json_t *ie_by_uid;         /* object: InfraEnv uid -> "ns/name" (a lookup hint) */
-
 	/* The controller runtime and the controllers registered with it
 	 * (each file registers its own: hub_*_register()). */
 	struct rt *rt;
 	struct leader *leader;     /* cfg.leader_elect: the elector (leader.c) */
 	struct rt_controller *c_infraenv, *c_agent, *c_cd, *c_aci;
+	struct rt_controller *c_osimage;  /* OS image news -> InfraEnvs (osimages.c) */
+	struct hub_records *records;   /* the record garbage collectors (records.c) */
+	struct hub_spoke *spoke;       /* the SpokeCleanup controller's outcomes (spoke.c) */
 	const struct kube_kind *k_cd, *k_aci, *k_imageset;
-
-	/* Remote OS image downloads (osimages.c). */
-	bool os_init, os_started, os_stop;
-	pthread_mutex_t os_lock;   /* guards the download state of os_images */
-	bool controllers_running;  /* h->rt started (the download thread may queue) */
-	pthread_cond_t os_cond;
-	pthread_t os_thread;
 
 	struct ev_limiter *ev_limiter; /* EVENT_RATE_LIMITS (events.c, evlimit.h) */
 };
@@ -131,11 +107,11 @@ struct hub {
 int hub_infraenv_register(struct hub *h);
 int hub_agent_register(struct hub *h);
 int hub_cluster_register(struct hub *h);
-int hub_nmstate_register(struct hub *h);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
 #define HUB_IDX_AGENT_TOKEN "ignitionTokenSecret" /* Agent -> "ns/name" of its token Secret */
 #define HUB_IDX_AGENT_INFRAENV "infraEnv"       /* Agent -> "ns/name" of the InfraEnv it was discovered by */
+#define HUB_IDX_AGENT_MAC "macAddress"          /* Agent -> "ns/mac" (lower case) of each inventory interface */
 #define HUB_IDX_ACI_IMAGESET "imageSet"        /* AgentClusterInstall -> its ClusterImageSet */
 int hub_reconcile_infraenv(struct hub *h, const char *ns, const char *name);
 int hub_reconcile_agent(struct hub *h, const char *ns, const char *name);
@@ -154,7 +130,6 @@ int hub_host_ignition_token(struct hub *h, const json_t *agent, char **ret);
  * and AgentClusterInstall controllers.  The cluster's state lives in the
  * ACI status (and a private record of its timestamps); the runtime's
  * Agent index HUB_IDX_AGENT_CD tells which Agents name which CD. */
-#define CLUSTERSTATE_RESOURCE "agenthub.internal.clusterstates"
 void hub_cluster_init(struct hub *h);
 int hub_reconcile_cd(struct hub *h, const char *ns, const char *name);
 int hub_reconcile_aci(struct hub *h, const char *ns, const char *name);
@@ -167,9 +142,6 @@ int hub_cluster_context(struct hub *h, const char *cdns, const char *cdname, jso
 /* The "ns/name" of the ClusterDeployment an Agent's spec points at (its own
  * namespace when the reference names none), or "" (cluster.c). */
 void hub_agent_cd_key(const json_t *agent, char *buf, size_t size);
-/* Delete Node node on the cluster a kubeconfig (YAML, len bytes) points at
- * (spoke.c): 0 when deleted or absent, negative with err set otherwise. */
-int hub_spoke_delete_node(const char *kubeconfig, size_t len, const char *node, ah_err *err);
 /* The host model of an Agent with what this boot of the host reported
  * (agent.c); adds "approved" and "spec_synced" for the cluster side.  New
  * reference, NULL on allocation failure. */
@@ -189,9 +161,6 @@ int hub_find_infraenv(struct hub *h, const char *infra_env_id, json_t **ret);
 /* One spelling per architecture: "" and amd64 are x86_64, aarch64 is arm64
  * (a static string or arch itself). */
 const char *hub_norm_arch(const char *arch);
-/* The OS image for a version (OS or OpenShift, "" or NULL: the newest) and
- * an architecture in either spelling; NULL if none. */
-const struct os_image *hub_pick_os_image(struct hub *h, const char *version, const char *arch);
 /* The build inputs of an InfraEnv's discovery ignition, its text and digest. */
 int hub_build_ignition(struct hub *h, const json_t *infraenv, char **ret_ign, size_t *ret_len,
 		       char ret_digest[65], ah_err *err);
@@ -316,43 +285,5 @@ void hub_leases_release(struct hub *h);
  * reference, NULL on ENOMEM. */
 json_t *hub_boot_artifacts(struct hub *h, const json_t *infraenv, const struct os_image *os,
 			   const char *token);
-
-/* OS images (osimages.c).  start: fill path/remote/area_len of every image,
- * and start the download thread when a remote image is not cached yet
- * (never blocks on the network).  stop: join it and free what start made;
- * safe when start never ran.  ready: 0 when os->path may be read, with
- * *ret_area_len (may be NULL) its embed area length or 0 if unknown;
- * -EAGAIN while a remote image is still downloading, with a message for
- * the InfraEnv condition (why, last failure) in msg.  Thread-safe. */
-int hub_os_images_start(struct hub *h, ah_err *err);
-void hub_os_images_stop(struct hub *h);
-int hub_os_image_ready(struct hub *h, const struct os_image *os, uint64_t *ret_area_len,
-		       char *msg, size_t size);
-
-/* Static networking (nmstate.c).  parts: the static-network Ignition parts
- * (image/nmstate.h) of the NMStateConfigs the InfraEnv selects; both NULL
- * when it selects none; errors name the NMStateConfig (400).  check_fit:
- * 0 when the embed-area payload of ign fits in 262,144 bytes, else -E2BIG
- * (400) saying how many of the selected configs would fit (params: the
- * inputs ign was built from).  event: an NMStateConfig was written; requeue
- * the InfraEnvs of its namespace it concerns. */
-struct discovery_params;
-int hub_static_net_parts(struct hub *h, const json_t *infraenv, json_t **ret_files,
-			 json_t **ret_units, ah_err *err);
-int hub_static_net_check_fit(struct hub *h, const json_t *infraenv,
-			     const struct discovery_params *params, const char *ign, size_t len,
-			     ah_err *err);
-/* last_build: what the last hub_build_ignition() on the calling thread
- * learned, so its caller need not work it out again: 0 with *ret_hosts =
- * the NMStateConfigs it selected for the InfraEnv uid and, when check_fit
- * measured the very buffer ign/len that build returned, *ret_payload_len =
- * its embed-area payload length (else 0); -ENOENT (both 0) when the last
- * build on this thread was for another InfraEnv.  archive: the
- * static-network-config download (image/nmstate.h nmstate_bundle_tar()) of
- * the selected NMStateConfigs, *ret malloc'd; *ret NULL when none. */
-int hub_static_net_last_build(const char *uid, const char *ign, size_t len, size_t *ret_hosts,
-			      size_t *ret_payload_len);
-int hub_static_net_archive(struct hub *h, const json_t *infraenv, char **ret, size_t *ret_len,
-			   ah_err *err);
 
 #endif

@@ -64,83 +64,6 @@ static const char *jstr(const json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
-/* --- OS images ------------------------------------------------------------ */
-
-static int load_os_images(struct hub *h, ah_err *err)
-{
-	json_error_t jerr;
-	json_t *list, *e;
-	size_t i;
-
-	if (!h->cfg.os_images_file) {
-		h->os_images = calloc(1, sizeof(*h->os_images));
-		if (!h->os_images)
-			return -ENOMEM;
-		h->os_images[0].openshift_version = strdup("4.19");
-		h->os_images[0].cpu_architecture = strdup("x86_64");
-		h->os_images[0].url = strdup(h->default_iso ? h->default_iso : "");
-		h->os_images[0].version = strdup("419.96.202510010000-0");
-		h->n_os_images = 1;
-		return hub_os_images_start(h, err);
-	}
-	list = json_load_file(h->cfg.os_images_file, 0, &jerr);
-	if (!json_is_array(list) || json_array_size(list) == 0) {
-		json_decref(list);
-		return ah_err_set(err, EINVAL, 0, "", "--os-images %s: expected a non-empty JSON array: %s",
-				  h->cfg.os_images_file, jerr.text);
-	}
-	h->os_images = calloc(json_array_size(list), sizeof(*h->os_images));
-	if (!h->os_images) {
-		json_decref(list);
-		return -ENOMEM;
-	}
-	json_array_foreach(list, i, e) {
-		const char *keys[] = { "openshift_version", "cpu_architecture", "url", "version" };
-		size_t k;
-
-		for (k = 0; k < 4; k++) {
-			if (!jstr(e, keys[k]) || !*jstr(e, keys[k])) {
-				json_decref(list);
-				return ah_err_set(err, EINVAL, 0, "",
-						  "--os-images %s: entry %zu has no \"%s\"", h->cfg.os_images_file,
-						  i, keys[k]);
-			}
-		}
-		/* Besides local paths, http(s) URLs are downloaded once (osimages.c). */
-		if (strstr(jstr(e, "url"), "://") && strncmp(jstr(e, "url"), "file://", 7) != 0 &&
-		    strncmp(jstr(e, "url"), "http://", 7) != 0 && strncmp(jstr(e, "url"), "https://", 8) != 0) {
-			json_decref(list);
-			return ah_err_set(err, EINVAL, 0, "",
-					  "--os-images %s: entry %zu: \"url\" must be a local path or a file, http or https URL",
-					  h->cfg.os_images_file, i);
-		}
-		h->os_images[i].openshift_version = strdup(jstr(e, "openshift_version"));
-		h->os_images[i].cpu_architecture = strdup(jstr(e, "cpu_architecture"));
-		h->os_images[i].url = strdup(strncmp(jstr(e, "url"), "file://", 7) == 0 ?
-					     jstr(e, "url") + 7 : jstr(e, "url"));
-		h->os_images[i].version = strdup(jstr(e, "version"));
-		h->n_os_images++;
-	}
-	json_decref(list);
-	return hub_os_images_start(h, err);
-}
-
-/* Compare dotted versions numerically ("4.10" > "4.9"). */
-static int version_cmp(const char *a, const char *b)
-{
-	while (*a || *b) {
-		long x = strtol(a, (char **)&a, 10), y = strtol(b, (char **)&b, 10);
-
-		if (x != y)
-			return x < y ? -1 : 1;
-		while (*a && (*a < '0' || *a > '9'))
-			a++;
-		while (*b && (*b < '0' || *b > '9'))
-			b++;
-	}
-	return 0;
-}
-
 const char *hub_norm_arch(const char *arch)
 {
 	if (!arch || !*arch || strcmp(arch, "amd64") == 0)
@@ -150,105 +73,63 @@ const char *hub_norm_arch(const char *arch)
 	return arch;
 }
 
-const struct os_image *hub_pick_os_image(struct hub *h, const char *version, const char *arch)
-{
-	const struct os_image *best = NULL;
-	size_t i;
-
-	/* Upstream's OS image lists and InfraEnvs spell an architecture
-	 * either way (arm64 or aarch64, x86_64 or amd64). */
-	arch = hub_norm_arch(arch);
-	for (i = 0; i < h->n_os_images; i++) {
-		const struct os_image *o = &h->os_images[i];
-
-		if (strcmp(hub_norm_arch(o->cpu_architecture), arch) != 0)
-			continue;
-		if (version && *version) {
-			if (strcmp(o->version, version) == 0 || strcmp(o->openshift_version, version) == 0)
-				return o;
-			continue;
-		}
-		if (!best || version_cmp(o->openshift_version, best->openshift_version) > 0)
-			best = o;
-	}
-	return best;
-}
-
 /* --- look-ups -------------------------------------------------------------- */
 
-struct find_ctx {
-	const char *uid;
-	json_t *found;
-};
-
-static int find_visit(const store_obj *so, void *userdata)
+static int first_visit(const char *ns, const char *name, void *ud)
 {
-	struct find_ctx *fc = userdata;
-	char needle[80];
+	json_t *pair = json_pack("[ss]", ns, name);
 
-	snprintf(needle, sizeof(needle), "\"uid\":\"%s\"", fc->uid);
-	if (!strstr(so->json, needle))
-		return 0;
-	fc->found = json_loadb(so->json, so->len, 0, NULL);
-	if (fc->found && strcmp(json_string_value(json_object_get(json_object_get(fc->found, "metadata"), "uid")) ?
-				json_string_value(json_object_get(json_object_get(fc->found, "metadata"), "uid")) : "", fc->uid) != 0) {
-		json_decref(fc->found);
-		fc->found = NULL;
-		return 0;
-	}
+	if (pair)
+		json_array_append_new(ud, pair);
 	return 1;
 }
 
+/* The InfraEnv the cache's uid index names, read from the store (fresh)
+ * and checked: 0, -ENOENT, or another negative errno. */
+static int infraenv_by_uid(struct hub *h, const char *uid, json_t **ret)
+{
+	json_t *pairs = json_array(), *ie = NULL;
+	store_obj *so = NULL;
+	int r;
+
+	if (!pairs)
+		return -ENOMEM;
+	r = rt_cache_keys_by(h->rt, h->k_infraenv->store_key, HUB_IDX_UID, uid, first_visit, pairs);
+	if (r >= 0 && json_array_size(pairs) == 0)
+		r = -ENOENT;
+	if (r >= 0)
+		r = store_get(h->store, h->k_infraenv->store_key, json_string_value(json_array_get(json_array_get(pairs, 0), 0)),
+			      json_string_value(json_array_get(json_array_get(pairs, 0), 1)), &so);
+	json_decref(pairs);
+	if (r < 0)
+		return r;
+	ie = json_loadb(so->json, so->len, 0, NULL);
+	store_obj_free(so);
+	/* Deleted and created again under the same name since the index saw it. */
+	if (!ie || !jstr(json_object_get(ie, "metadata"), "uid") ||
+	    strcmp(jstr(json_object_get(ie, "metadata"), "uid"), uid) != 0) {
+		json_decref(ie);
+		return -ENOENT;
+	}
+	*ret = ie;
+	return 0;
+}
+
 /* The infra-env id of an InfraEnv is its metadata.uid: unique, immutable,
- * and known to the object itself. */
+ * and known to the object itself.  Every agent request names one: it is
+ * found through the runtime cache's uid index (records.h HUB_IDX_UID), one
+ * store read, never a scan.  A miss waits (briefly) for the cache to take
+ * the store's latest events, so an InfraEnv written a moment ago is found. */
 int hub_find_infraenv(struct hub *h, const char *infra_env_id, json_t **ret)
 {
-	struct find_ctx fc = { .uid = infra_env_id };
-	const char *key = NULL;
-	char ns[256], name[256];
-	store_obj *so = NULL;
 	int r;
 
 	if (!infra_env_id || strlen(infra_env_id) != 36)
 		return -ENOENT;
-	/* Every agent request names its infra-env: remember where each uid
-	 * lives so that a lookup is one read, not a scan of all InfraEnvs.
-	 * The uid is checked on every hit (a deleted and recreated InfraEnv
-	 * has a new one), and a miss falls back to the scan. */
-	pthread_mutex_lock(&h->ie_lock);
-	key = json_string_value(json_object_get(h->ie_by_uid, infra_env_id));
-	if (key && sscanf(key, "%255[^/]/%255s", ns, name) != 2)
-		key = NULL;
-	pthread_mutex_unlock(&h->ie_lock);
-	if (key && store_get(h->store, h->k_infraenv->store_key, ns, name, &so) == 0) {
-		if (find_visit(so, &fc) == 1) {
-			store_obj_free(so);
-			*ret = fc.found;
-			return 0;
-		}
-		store_obj_free(so);
-	}
-	r = store_list(h->store, h->k_infraenv->store_key, NULL, NULL, NULL, find_visit, &fc, NULL);
-	if (r < 0)
-		return r;
-	pthread_mutex_lock(&h->ie_lock);
-	if (!fc.found) {
-		json_object_del(h->ie_by_uid, infra_env_id);
-	} else {
-		const json_t *meta = json_object_get(fc.found, "metadata");
-		char buf[520];
-
-		if (json_object_size(h->ie_by_uid) >= 65536)
-			json_object_clear(h->ie_by_uid);
-		snprintf(buf, sizeof(buf), "%s/%s", json_string_value(json_object_get(meta, "namespace")),
-			 json_string_value(json_object_get(meta, "name")));
-		json_object_set_new(h->ie_by_uid, infra_env_id, json_string(buf));
-	}
-	pthread_mutex_unlock(&h->ie_lock);
-	if (!fc.found)
-		return -ENOENT;
-	*ret = fc.found;
-	return 0;
+	r = infraenv_by_uid(h, infra_env_id, ret);
+	if (r == -ENOENT && rt_wait_synced(h->rt, 0, 1000) == 0)
+		r = infraenv_by_uid(h, infra_env_id, ret);
+	return r;
 }
 
 /* --- the per-InfraEnv image state (token, digest) --------------------------- */
@@ -318,13 +199,7 @@ int hub_infraenv_token(struct hub *h, const json_t *infraenv, char **ret, ah_err
 		json_object_del(st, "created");
 		text = json_dumps(st, JSON_COMPACT);
 		json_decref(st);
-		{
-			struct text_render tr = { text };
-
-			r = !text ? -ENOMEM :
-			    rev ? store_update(h->store, IMAGESTATE_RESOURCE, "", uid, rev, hub_render_text, &tr, NULL) :
-				  store_create(h->store, IMAGESTATE_RESOURCE, "", uid, hub_render_text, &tr, NULL);
-		}
+		r = hub_record_put(h->store, IMAGESTATE_RESOURCE, "", uid, rev, text);
 		free(text);
 		if (r == 0) {
 			if (rev)
@@ -504,16 +379,19 @@ static int start_controllers(struct hub *h)
 		r = hub_cluster_register(h);
 	if (r == 0)
 		r = hub_nmstate_register(h);
+	if (r == 0)
+		r = hub_osimages_register(h);
+	if (r == 0)
+		r = hub_spoke_register(h);
+	if (r == 0)
+		r = hub_records_register(h);
 	/* Hosts that stopped polling are found by a sweep (agentapi.c). */
 	if (r == 0)
 		r = rt_ticker(h->rt, 1000, sweep_disconnected, h);
 	if (r == 0)
 		r = rt_start(h->rt);
-	if (r == 0 && h->os_init) {
-		pthread_mutex_lock(&h->os_lock);
-		h->controllers_running = true;
-		pthread_mutex_unlock(&h->os_lock);
-	}
+	if (r == 0)
+		hub_os_images_controllers_running(h);
 	return r;
 }
 
@@ -562,9 +440,7 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 	h->k_secret = kube_registry_by_kind(h->reg, "v1", "Secret");
 	hub_cluster_init(h);
 	pthread_mutex_init(&h->lock, NULL);
-	h->ie_by_uid = json_object();
-	pthread_mutex_init(&h->ie_lock, NULL);
-	r = load_os_images(h, err);
+	r = hub_os_images_load(h, err);
 	if (r == 0)
 		r = hub_events_init(h, err);
 	if (r == 0)
@@ -594,25 +470,16 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 
 void hub_free(struct hub *h)
 {
-	size_t i;
-
 	if (!h)
 		return;
 	leader_stop(h->leader);
 	rt_free(h->rt);
+	hub_records_free(h);
+	hub_spoke_free(h);
 	hub_leases_release(h);
-	hub_os_images_stop(h);
-	for (i = 0; i < h->n_os_images; i++) {
-		free(h->os_images[i].openshift_version);
-		free(h->os_images[i].cpu_architecture);
-		free(h->os_images[i].url);
-		free(h->os_images[i].version);
-	}
-	free(h->os_images);
+	hub_os_images_free(h);
 	jwt_keys_free(h->keys);
 	hub_events_release(h);
-	json_decref(h->ie_by_uid);
-	pthread_mutex_destroy(&h->ie_lock);
 	free(h->service_url);
 	free(h->hub_ca_pem);
 	free(h->default_iso);

@@ -12,6 +12,7 @@
  * generation; otherwise ImageCreated is False and the URL is withdrawn. */
 #include "hub-internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,10 +53,7 @@ static int imagestate_put(struct hub *h, const char *uid, json_t *st, int64_t re
 
 	if (!tr.text)
 		return -ENOMEM;
-	if (rev)
-		r = store_update(h->store, IMAGESTATE_RESOURCE, "", uid, rev, hub_render_text, &tr, NULL);
-	else
-		r = store_create(h->store, IMAGESTATE_RESOURCE, "", uid, hub_render_text, &tr, NULL);
+	r = hub_record_put(h->store, IMAGESTATE_RESOURCE, "", uid, rev, tr.text);
 	free(tr.text);
 	return r;
 }
@@ -304,8 +302,8 @@ static int check_cluster_arch(struct hub *h, const json_t *ie, ah_err *err)
 		if (ver[n] == '.')
 			n += 1 + strspn(ver + n + 1, "0123456789");
 		snprintf(mm, sizeof(mm), "%.*s", (int)n, ver);
-		for (i = 0; i < h->n_os_images && !found; i++) {
-			const struct os_image *o = &h->os_images[i];
+		for (i = 0; i < hub_os_images_count(h) && !found; i++) {
+			const struct os_image *o = hub_os_image_at(h, i);
 			size_t on = strlen(mm);
 
 			if (strcmp(hub_norm_arch(o->cpu_architecture), hub_norm_arch(want)) != 0)
@@ -591,21 +589,63 @@ static void agent_infraenv_index(const json_t *agent, json_t *out)
 	}
 }
 
+/* The MAC addresses an Agent's inventory reports: "ns/mac" in lower case
+ * (the image service's boot-order gate looks a booting host up by it). */
+static void agent_mac_index(const json_t *agent, json_t *out)
+{
+	const char *ns = jstr(json_object_get(agent, "metadata"), "namespace");
+	const json_t *ifs = json_object_get(json_object_get(json_object_get(agent, "status"), "inventory"), "interfaces");
+	const json_t *itf;
+	char key[600];
+	size_t i, k;
+
+	if (!ns)
+		return;
+	json_array_foreach(ifs, i, itf) {
+		const char *m = jstr(itf, "macAddress");
+
+		if (!m || !*m)
+			continue;
+		snprintf(key, sizeof(key), "%s/%s", ns, m);
+		for (k = strlen(ns) + 1; key[k]; k++)
+			key[k] = (char)tolower((unsigned char)key[k]);
+		json_array_append_new(out, json_string(key));
+	}
+}
+
 static int enqueue_visit(const char *ns, const char *name, void *ud)
 {
 	json_array_append_new(ud, json_pack("[ss]", ns, name));
 	return 0;
 }
 
-/* A Secret changed (a pull secret, most likely): every InfraEnv of its
- * namespace looks again (the cache's namespace listing). */
+/* The pull secret an InfraEnv names: "ns/name" (the only Secret its image
+ * is built from). */
+#define IDX_IE_PULL_SECRET "pullSecret"
+static void infraenv_pull_secret_index(const json_t *ie, json_t *out)
+{
+	const char *ns = jstr(json_object_get(ie, "metadata"), "namespace");
+	const char *name = jstr(json_object_get(json_object_get(ie, "spec"), "pullSecretRef"), "name");
+	char key[600];
+
+	if (ns && name && *name) {
+		snprintf(key, sizeof(key), "%s/%s", ns, name);
+		json_array_append_new(out, json_string(key));
+	}
+}
+
+/* A Secret changed: the InfraEnvs that name it as their pull secret look
+ * again (the cache's index; a missing Secret that appears is found the
+ * same way). */
 static void secret_to_infraenvs(struct rt_controller *c, void *ctx, const struct rt_event *ev)
 {
 	struct hub *h = ctx;
 	json_t *keys = json_array(), *k;
+	char key[600];
 	size_t i;
 
-	rt_cache_keys_ns(h->rt, h->k_infraenv->store_key, ev->so->ns, enqueue_visit, keys);
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
+	rt_cache_keys_by(h->rt, h->k_infraenv->store_key, IDX_IE_PULL_SECRET, key, enqueue_visit, keys);
 	json_array_foreach(keys, i, k)
 		rt_enqueue(c, json_string_value(json_array_get(k, 0)), json_string_value(json_array_get(k, 1)));
 	json_decref(keys);
@@ -628,5 +668,9 @@ int hub_infraenv_register(struct hub *h)
 		r = rt_cache_resource(h->rt, h->k_infraenv->store_key, true);
 	if (r == 0)
 		r = rt_cache_index(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_INFRAENV, agent_infraenv_index);
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_infraenv->store_key, IDX_IE_PULL_SECRET, infraenv_pull_secret_index);
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_agent->store_key, HUB_IDX_AGENT_MAC, agent_mac_index);
 	return r;
 }

@@ -10,7 +10,16 @@
  * keeps one tenant's configs out of another's image.  Hosts are numbered in
  * (namespace, name) order, so the image does not change between listings.
  * The static-network-config download is the tar of the very bundle the
- * image carries (image/nmstate.h nmstate_bundle_tar()). */
+ * image carries (image/nmstate.h nmstate_bundle_tar()).
+ *
+ * Lookups go through the runtime's cache, never a listing: NMStateConfigs
+ * are cached (parsed) with an index of their labels ("ns/key=value"), so
+ * an InfraEnv's selector finds its candidates by one of its matchLabels
+ * (or an In expression's values); InfraEnvs are indexed by the label
+ * pairs their selector names, so an NMStateConfig event finds the
+ * InfraEnvs it concerns.  Only a selector made of nothing but
+ * NotIn/Exists/DoesNotExist expressions, which names no value, reads the
+ * cache's namespace listing. */
 #include "hub-internal.h"
 
 #include <errno.h>
@@ -27,18 +36,20 @@
 
 #define NMSTATE_KIND_API "agent-install.openshift.io/v1beta1"
 
-/* Parsed NMStateConfigs with the exact stored text each came from, so a
- * listing parses only what changed (parsing 10,000 objects costs more than
- * converting them); and the last static-network parts of each InfraEnv with
- * the fingerprint of their inputs, so a re-render (every reconcile, every
- * ISO download) of an unchanged set converts nothing.  Entries are keyed by
- * content, so sharing them between the hubs of one process is safe.  Both
- * maps are guarded by cache_lock; a namespace's entries are replaced by each
- * listing of it, so deleted objects do not linger. */
+#define NMSTATE_RESOURCE "nmstateconfigs.agent-install.openshift.io"
+/* NMStateConfig -> "ns/key=value" of each of its labels. */
+#define IDX_NMSTATE_LABEL "labels"
+/* InfraEnv -> "ns/key=value" of each pair its selector requires (matchLabels,
+ * In values), or "ns/" plus "*" when it names none (only negative expressions). */
+#define IDX_IE_SELECTS "nmStateSelects"
+
+/* The last static-network parts of each InfraEnv with the fingerprint of
+ * their inputs (name:resourceVersion of each selected config), so a
+ * re-render (every reconcile, every ISO download) of an unchanged set
+ * converts nothing.  Entries are keyed by content, so sharing them between
+ * the hubs of one process is safe.  Guarded by cache_lock. */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static json_t *cache_objs;      /* ns -> {name -> {"text", "obj", "id"}} */
 static json_t *cache_parts;     /* InfraEnv uid -> {"key", "files", "units"} */
-static json_int_t cache_next_id;
 #define CACHE_PARTS_MAX 64
 
 /* What the last hub_build_ignition() on this thread learned about static
@@ -52,47 +63,83 @@ static _Thread_local struct {
 	size_t len, payload_len;
 } last_build;
 
-struct selected {
-	const label_selector *sel;
-	json_t *old_ns, *new_ns;   /* cache entries of the namespace: before / seen now */
-	json_t *objs;              /* the matching NMStateConfigs */
-	strbuf key;                /* "name:id," of each match: the fingerprint */
-	int r;
-};
-
-static int select_visit(const store_obj *so, void *userdata)
+static int collect_pair(const char *ns, const char *name, void *ud)
 {
-	struct selected *s = userdata;
-	json_t *e = json_object_get(s->old_ns, so->name), *o;
-	const char *text = json_string_value(json_object_get(e, "text"));
-
-	if (!text || json_string_length(json_object_get(e, "text")) != so->len ||
-	    memcmp(text, so->json, so->len) != 0) {
-		o = json_loadb(so->json, so->len, 0, NULL);
-		e = json_pack("{s:s%,s:o,s:I}", "text", so->json, so->len, "obj", o, "id",
-			      ++cache_next_id);
-		if (!o || !e) {
-			json_decref(e);
-			s->r = -ENOMEM;
-			return 1;
-		}
-	} else {
-		json_incref(e);
-	}
-	if (json_object_set_new(s->new_ns, so->name, e) < 0) {
-		s->r = -ENOMEM;
-		return 1;
-	}
-	o = json_object_get(e, "obj");
-	if (!label_selector_matches(s->sel, json_object_get(json_object_get(o, "metadata"), "labels")))
-		return 0;
-	if (json_array_append(s->objs, o) < 0 ||
-	    strbuf_addf(&s->key, "%s:%" JSON_INTEGER_FORMAT ",", so->name,
-			json_integer_value(json_object_get(e, "id"))) < 0) {
-		s->r = -ENOMEM;
-		return 1;
-	}
+	json_array_append_new(ud, json_pack("[ss]", ns, name));
 	return 0;
+}
+
+/* The index values "ns/key=value" every NMStateConfig a selector matches
+ * carries one of: its first matchLabels pair, else the values of its first
+ * In expression; false when it names none (only NotIn, Exists and
+ * DoesNotExist). */
+static bool selector_values(const char *ns, const json_t *selj, json_t *out)
+{
+	const json_t *ml = json_object_get(selj, "matchLabels"), *e, *v;
+	const char *k;
+	char buf[1024];
+	size_t i, j;
+
+	json_object_foreach((json_t *)ml, k, v) {
+		if (!json_is_string(v))
+			continue;
+		snprintf(buf, sizeof(buf), "%s/%s=%s", ns, k, json_string_value(v));
+		json_array_append_new(out, json_string(buf));
+		return true;
+	}
+	json_array_foreach(json_object_get(selj, "matchExpressions"), i, e) {
+		const char *op = json_string_value(json_object_get(e, "operator"));
+		const char *key = json_string_value(json_object_get(e, "key"));
+		bool any = false;
+
+		if (!op || !key || strcmp(op, "In") != 0)
+			continue;
+		json_array_foreach(json_object_get(e, "values"), j, v)
+			if (json_is_string(v)) {
+				snprintf(buf, sizeof(buf), "%s/%s=%s", ns, key, json_string_value(v));
+				json_array_append_new(out, json_string(buf));
+				any = true;
+			}
+		/* "In ()" matches nothing: no value is the right answer. */
+		return any || json_array_size(json_object_get(e, "values")) == 0;
+	}
+	return false;
+}
+
+/* The candidates for a selector: the NMStateConfigs of ns that carry the
+ * label pair (or any of the In values) with the fewest holders, or the
+ * namespace's when it names no value.  A new array of ["ns","name"]. */
+static json_t *candidates(struct hub *h, const char *ns, const json_t *selj)
+{
+	json_t *vals = json_array(), *best = NULL, *v;
+	size_t i;
+
+	if (!vals)
+		return NULL;
+	if (!selector_values(ns, selj, vals)) {
+		best = json_array();
+		if (best)
+			rt_cache_keys_ns(h->rt, NMSTATE_RESOURCE, ns, collect_pair, best);
+		json_decref(vals);
+		return best;
+	}
+	/* The union over the values (one, or an In expression's), filtered
+	 * by the whole selector afterwards. */
+	best = json_array();
+	json_array_foreach(vals, i, v)
+		if (best)
+			rt_cache_keys_by(h->rt, NMSTATE_RESOURCE, IDX_NMSTATE_LABEL, json_string_value(v), collect_pair,
+					 best);
+	json_decref(vals);
+	return best;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+
+	return strcmp(json_string_value(json_object_get(json_object_get(x, "metadata"), "name")),
+		      json_string_value(json_object_get(json_object_get(y, "metadata"), "name")));
 }
 
 /* The selected NMStateConfigs as builder input.  *ret_objs owns the
@@ -105,15 +152,15 @@ static int load_hosts(struct hub *h, const json_t *ie, json_t **ret_objs,
 {
 	const json_t *meta = json_object_get(ie, "metadata");
 	const json_t *selj = json_object_get(json_object_get(ie, "spec"), "nmStateConfigLabelSelector");
-	const struct kube_kind *k = kube_registry_by_kind(h->reg, NMSTATE_KIND_API, "NMStateConfig");
 	const char *ns = json_string_value(json_object_get(meta, "namespace"));
-	struct selected s = { .key = STRBUF_INIT };
+	strbuf key = STRBUF_INIT;
 	struct nmstate_host *hosts = NULL;
 	label_selector *sel = NULL;
 	char **labels = NULL;
-	size_t i, n;
+	json_t *objs = NULL, *cands, *pair, **arr = NULL, *seen;
+	size_t i, n, na = 0;
 	json_t *o;
-	int r;
+	int r = 0;
 
 	*ret_objs = NULL;
 	*ret_hosts = NULL;
@@ -121,7 +168,7 @@ static int load_hosts(struct hub *h, const json_t *ie, json_t **ret_objs,
 	*ret_n = 0;
 	if (ret_key)
 		*ret_key = NULL;
-	if (!k || !ns || !selj || json_is_null(selj))
+	if (!ns || !selj || json_is_null(selj))
 		return 0;
 	if ((r = label_selector_from_json(selj, &sel, err)) < 0) {
 		ah_err_prefix(err, "spec.nmStateConfigLabelSelector");
@@ -132,36 +179,58 @@ static int load_hosts(struct hub *h, const json_t *ie, json_t **ret_objs,
 		label_selector_free(sel);
 		return 0;
 	}
-	if (!cache_objs && !(cache_objs = json_object())) {
+	cands = candidates(h, ns, selj);
+	objs = json_array();
+	arr = cands ? calloc(json_array_size(cands) + 1, sizeof(*arr)) : NULL;
+	if (!cands || !objs || !arr) {
 		label_selector_free(sel);
+		json_decref(cands);
+		json_decref(objs);
+		free(arr);
 		return -ENOMEM;
 	}
-	s.sel = sel;
-	s.old_ns = json_object_get(cache_objs, ns);
-	s.new_ns = json_object();
-	s.objs = json_array();
-	if (!s.objs || !s.new_ns) {
-		label_selector_free(sel);
-		json_decref(s.objs);
-		json_decref(s.new_ns);
-		return -ENOMEM;
+	seen = json_object();
+	json_array_foreach(cands, i, pair) {
+		const char *name = json_string_value(json_array_get(pair, 1));
+
+		/* In values: an object may carry only one of them, but be safe. */
+		if (!seen || json_object_get(seen, name) || json_object_set_new(seen, name, json_true()) < 0)
+			continue;
+		o = rt_cache_get(h->rt, NMSTATE_RESOURCE, ns, name);
+		if (!o)
+			continue;
+		if (!label_selector_matches(sel, json_object_get(json_object_get(o, "metadata"), "labels"))) {
+			json_decref(o);
+			continue;
+		}
+		arr[na++] = o;
 	}
-	r = store_list(h->store, k->store_key, ns, NULL, NULL, select_visit, &s, NULL);
 	label_selector_free(sel);
-	if (r >= 0)
-		r = s.r;
-	if (r >= 0 && json_object_set(cache_objs, ns, s.new_ns) < 0)
-		r = -ENOMEM;
-	json_decref(s.new_ns);
-	if (r < 0) {
-		json_decref(s.objs);
-		strbuf_release(&s.key);
-		return ah_err_set(err, r, 500, "InternalError", "listing NMStateConfigs failed");
+	json_decref(cands);
+	json_decref(seen);
+	/* Hosts are numbered in name order: the image does not change with
+	 * the order of a lookup. */
+	qsort(arr, na, sizeof(*arr), cmp_names);
+	for (i = 0; i < na; i++) {
+		const json_t *m = json_object_get(arr[i], "metadata");
+
+		if (r == 0 && (json_array_append(objs, arr[i]) < 0 ||
+			       strbuf_addf(&key, "%s:%s,", json_string_value(json_object_get(m, "name")),
+					   json_string_value(json_object_get(m, "resourceVersion")) ?
+					   json_string_value(json_object_get(m, "resourceVersion")) : "") < 0))
+			r = -ENOMEM;
+		json_decref(arr[i]);
 	}
-	n = json_array_size(s.objs);
+	free(arr);
+	if (r < 0) {
+		json_decref(objs);
+		strbuf_release(&key);
+		return r;
+	}
+	n = json_array_size(objs);
 	if (n == 0) {
-		json_decref(s.objs);
-		strbuf_release(&s.key);
+		json_decref(objs);
+		strbuf_release(&key);
 		return 0;
 	}
 	hosts = calloc(n, sizeof(*hosts));
@@ -169,11 +238,11 @@ static int load_hosts(struct hub *h, const json_t *ie, json_t **ret_objs,
 	if (!hosts || !labels) {
 		free(hosts);
 		free(labels);
-		json_decref(s.objs);
-		strbuf_release(&s.key);
+		json_decref(objs);
+		strbuf_release(&key);
 		return -ENOMEM;
 	}
-	json_array_foreach(s.objs, i, o) {
+	json_array_foreach(objs, i, o) {
 		const json_t *m = json_object_get(o, "metadata"), *spec = json_object_get(o, "spec");
 
 		if (asprintf(&labels[i], "%s/%s", json_string_value(json_object_get(m, "namespace")),
@@ -190,17 +259,17 @@ static int load_hosts(struct hub *h, const json_t *ie, json_t **ret_objs,
 			free(labels[i]);
 		free(labels);
 		free(hosts);
-		json_decref(s.objs);
-		strbuf_release(&s.key);
+		json_decref(objs);
+		strbuf_release(&key);
 		return r;
 	}
-	*ret_objs = s.objs;
+	*ret_objs = objs;
 	*ret_hosts = hosts;
 	*ret_labels = labels;
 	*ret_n = n;
 	if (ret_key)
-		*ret_key = strbuf_detach(&s.key, NULL);
-	strbuf_release(&s.key);
+		*ret_key = strbuf_detach(&key, NULL);
+	strbuf_release(&key);
 	return 0;
 }
 
@@ -366,49 +435,88 @@ int hub_static_net_archive(struct hub *h, const json_t *ie, char **ret, size_t *
 	return r;
 }
 
-static int collect_visit(const char *ns, const char *name, void *ud)
+/* Index: an NMStateConfig's labels as "ns/key=value". */
+static void nmstate_label_index(const json_t *obj, json_t *out)
 {
-	json_array_append_new(ud, json_string(name));
-	return 0;
+	const json_t *meta = json_object_get(obj, "metadata"), *v;
+	const char *ns = json_string_value(json_object_get(meta, "namespace")), *k;
+	char buf[1024];
+
+	if (!ns)
+		return;
+	json_object_foreach(json_object_get(meta, "labels"), k, v)
+		if (json_is_string(v)) {
+			snprintf(buf, sizeof(buf), "%s/%s=%s", ns, k, json_string_value(v));
+			json_array_append_new(out, json_string(buf));
+		}
 }
 
-/* An NMStateConfig was written: queue the InfraEnvs of its namespace that
- * select it (kubeapi.md §4.2), read from the runtime's cache. */
+/* Index: what an InfraEnv's selector requires, or "ns/" plus "*" (see above); no
+ * value for an InfraEnv that selects nothing. */
+static void infraenv_selects_index(const json_t *obj, json_t *out)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const json_t *selj = json_object_get(json_object_get(obj, "spec"), "nmStateConfigLabelSelector");
+	const char *ns = json_string_value(json_object_get(meta, "namespace"));
+	label_selector *sel = NULL;
+	char buf[600];
+
+	if (!ns || !json_is_object(selj) || label_selector_from_json(selj, &sel, NULL) < 0)
+		return;
+	if (!label_selector_is_empty(sel) && !selector_values(ns, selj, out)) {
+		snprintf(buf, sizeof(buf), "%s/*", ns);
+		json_array_append_new(out, json_string(buf));
+	}
+	label_selector_free(sel);
+}
+
+/* An NMStateConfig was written or deleted: queue the InfraEnvs whose
+ * selector names one of its label pairs, now or before this event (a
+ * label edit concerns those that selected the old ones too), and those
+ * whose selector names no value (kubeapi.md §4.2).  Reconciling one it
+ * does not concern in the end writes nothing. */
 static void nmstate_to_infraenvs(struct rt_controller *c, void *ctx, const struct rt_event *ev)
 {
 	struct hub *h = ctx;
-	const json_t *labels = json_object_get(json_object_get(ev->obj, "metadata"), "labels");
-	/* The event holds only the new labels: after a label edit the
-	 * InfraEnvs that selected the old ones must look again too. */
-	bool any_selector = ev->so->type == STORE_MODIFIED;
-	json_t *names = json_array(), *v;
+	json_t *vals = json_array(), *pairs = json_array(), *v, *pair;
+	const json_t *old = rt_event_old_index(ev, IDX_NMSTATE_LABEL);
+	char buf[600];
 	size_t i;
 
-	rt_cache_keys_ns(h->rt, h->k_infraenv->store_key, ev->so->ns, collect_visit, names);
-	json_array_foreach(names, i, v) {
-		json_t *ie = rt_cache_get(h->rt, h->k_infraenv->store_key, ev->so->ns, json_string_value(v));
-		const json_t *selj = json_object_get(json_object_get(ie, "spec"), "nmStateConfigLabelSelector");
-		label_selector *sel = NULL;
-
-		/* Upstream's mapper compares matchLabels only; the whole
-		 * selector is the same for those and exact when
-		 * matchExpressions are used too. */
-		if (json_is_object(selj) && label_selector_from_json(selj, &sel, NULL) == 0 &&
-		    !label_selector_is_empty(sel) && (any_selector || label_selector_matches(sel, labels)))
-			rt_enqueue(c, ev->so->ns, json_string_value(v));
-		label_selector_free(sel);
-		json_decref(ie);
+	if (!vals || !pairs) {
+		json_decref(vals);
+		json_decref(pairs);
+		return;
 	}
-	json_decref(names);
+	if (ev->obj)
+		nmstate_label_index(ev->obj, vals);
+	json_array_foreach(old, i, v)
+		json_array_append(vals, v);
+	snprintf(buf, sizeof(buf), "%s/*", ev->so->ns);
+	json_array_append_new(vals, json_string(buf));
+	json_array_foreach(vals, i, v)
+		rt_cache_keys_by(h->rt, h->k_infraenv->store_key, IDX_IE_SELECTS, json_string_value(v), collect_pair,
+				 pairs);
+	json_array_foreach(pairs, i, pair)
+		rt_enqueue(c, json_string_value(json_array_get(pair, 0)), json_string_value(json_array_get(pair, 1)));
+	json_decref(vals);
+	json_decref(pairs);
 }
 
 int hub_nmstate_register(struct hub *h)
 {
 	struct rt_watch w = {
-		.resource = "nmstateconfigs.agent-install.openshift.io",
+		.resource = NMSTATE_RESOURCE,
 		.map = RT_MAP_FN,
 		.fn = nmstate_to_infraenvs,
 	};
+	int r = rt_cache_resource(h->rt, NMSTATE_RESOURCE, true);
 
-	return rt_watch_add(h->c_infraenv, &w);
+	if (r == 0)
+		r = rt_cache_index(h->rt, NMSTATE_RESOURCE, IDX_NMSTATE_LABEL, nmstate_label_index);
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_infraenv->store_key, IDX_IE_SELECTS, infraenv_selects_index);
+	if (r == 0)
+		r = rt_watch_add(h->c_infraenv, &w);
+	return r;
 }

@@ -6,9 +6,15 @@
  * checks that the result is an ISO with an Ignition embed area, and only
  * then renames it into place: a crash leaves either nothing or a complete,
  * verified file.  A failed try is retried with exponential back-off; until
- * an image is ready its InfraEnvs report why on their ImageCreated condition,
- * and every InfraEnv is queued again after each try so that the condition
- * follows. */
+ * an image is ready its InfraEnvs report why on their ImageCreated condition.
+ *
+ * The OS image controller (on the runtime; its keys are CPU
+ * architectures, cluster-scoped) carries the news: after each try the
+ * download thread queues the image's architecture, and its reconcile
+ * queues the InfraEnvs of that architecture, found through the cache's
+ * IDX_IE_ARCH index, so that their condition follows.  The transfer itself
+ * stays on its own thread: it may take minutes and must not hold a
+ * reconcile worker. */
 #include "hub-internal.h"
 
 #include <curl/curl.h>
@@ -91,6 +97,135 @@ static int cache_path(const char *data_dir, const char *url, char **ret)
 	return asprintf(ret, "%s/os-images/%s.iso", data_dir, hex) < 0 ? -ENOMEM : 0;
 }
 
+struct hub_os_images {
+	struct os_image *images;
+	size_t n;
+	bool init, started, stop;
+	pthread_mutex_t lock;      /* guards the download state of images */
+	bool controllers_running;  /* h->rt started (the download thread may queue) */
+	pthread_cond_t cond;
+	pthread_t thread;
+};
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+/* --- the list (--os-images) ----------------------------------------------- */
+
+int hub_os_images_load(struct hub *h, ah_err *err)
+{
+	json_error_t jerr;
+	json_t *list, *e;
+	size_t i;
+
+	h->osi = calloc(1, sizeof(*h->osi));
+	if (!h->osi)
+		return -ENOMEM;
+	if (!h->cfg.os_images_file) {
+		h->osi->images = calloc(1, sizeof(*h->osi->images));
+		if (!h->osi->images)
+			return -ENOMEM;
+		h->osi->images[0].openshift_version = strdup("4.19");
+		h->osi->images[0].cpu_architecture = strdup("x86_64");
+		h->osi->images[0].url = strdup(h->default_iso ? h->default_iso : "");
+		h->osi->images[0].version = strdup("419.96.202510010000-0");
+		h->osi->n = 1;
+		return hub_os_images_start(h, err);
+	}
+	list = json_load_file(h->cfg.os_images_file, 0, &jerr);
+	if (!json_is_array(list) || json_array_size(list) == 0) {
+		json_decref(list);
+		return ah_err_set(err, EINVAL, 0, "", "--os-images %s: expected a non-empty JSON array: %s",
+				  h->cfg.os_images_file, jerr.text);
+	}
+	h->osi->images = calloc(json_array_size(list), sizeof(*h->osi->images));
+	if (!h->osi->images) {
+		json_decref(list);
+		return -ENOMEM;
+	}
+	json_array_foreach(list, i, e) {
+		const char *keys[] = { "openshift_version", "cpu_architecture", "url", "version" };
+		size_t k;
+
+		for (k = 0; k < 4; k++) {
+			if (!jstr(e, keys[k]) || !*jstr(e, keys[k])) {
+				json_decref(list);
+				return ah_err_set(err, EINVAL, 0, "",
+						  "--os-images %s: entry %zu has no \"%s\"", h->cfg.os_images_file,
+						  i, keys[k]);
+			}
+		}
+		/* Besides local paths, http(s) URLs are downloaded once (osimages.c). */
+		if (strstr(jstr(e, "url"), "://") && strncmp(jstr(e, "url"), "file://", 7) != 0 &&
+		    strncmp(jstr(e, "url"), "http://", 7) != 0 && strncmp(jstr(e, "url"), "https://", 8) != 0) {
+			json_decref(list);
+			return ah_err_set(err, EINVAL, 0, "",
+					  "--os-images %s: entry %zu: \"url\" must be a local path or a file, http or https URL",
+					  h->cfg.os_images_file, i);
+		}
+		h->osi->images[i].openshift_version = strdup(jstr(e, "openshift_version"));
+		h->osi->images[i].cpu_architecture = strdup(jstr(e, "cpu_architecture"));
+		h->osi->images[i].url = strdup(strncmp(jstr(e, "url"), "file://", 7) == 0 ?
+					     jstr(e, "url") + 7 : jstr(e, "url"));
+		h->osi->images[i].version = strdup(jstr(e, "version"));
+		h->osi->n++;
+	}
+	json_decref(list);
+	return hub_os_images_start(h, err);
+}
+
+/* Compare dotted versions numerically ("4.10" > "4.9"). */
+static int version_cmp(const char *a, const char *b)
+{
+	while (*a || *b) {
+		long x = strtol(a, (char **)&a, 10), y = strtol(b, (char **)&b, 10);
+
+		if (x != y)
+			return x < y ? -1 : 1;
+		while (*a && (*a < '0' || *a > '9'))
+			a++;
+		while (*b && (*b < '0' || *b > '9'))
+			b++;
+	}
+	return 0;
+}
+
+size_t hub_os_images_count(struct hub *h)
+{
+	return h->osi ? h->osi->n : 0;
+}
+
+const struct os_image *hub_os_image_at(struct hub *h, size_t i)
+{
+	return h->osi && i < h->osi->n ? &h->osi->images[i] : NULL;
+}
+
+const struct os_image *hub_pick_os_image(struct hub *h, const char *version, const char *arch)
+{
+	const struct os_image *best = NULL;
+	size_t i;
+
+	/* Upstream's OS image lists and InfraEnvs spell an architecture
+	 * either way (arm64 or aarch64, x86_64 or amd64). */
+	arch = hub_norm_arch(arch);
+	for (i = 0; i < h->osi->n; i++) {
+		const struct os_image *o = &h->osi->images[i];
+
+		if (strcmp(hub_norm_arch(o->cpu_architecture), arch) != 0)
+			continue;
+		if (version && *version) {
+			if (strcmp(o->version, version) == 0 || strcmp(o->openshift_version, version) == 0)
+				return o;
+			continue;
+		}
+		if (!best || version_cmp(o->openshift_version, best->openshift_version) > 0)
+			best = o;
+	}
+	return best;
+}
+
 /* --- one download ------------------------------------------------------------ */
 
 struct fetch {
@@ -124,9 +259,9 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
 	struct fetch *f = userdata;
 	bool stop;
 
-	pthread_mutex_lock(&f->h->os_lock);
-	stop = f->h->os_stop;
-	pthread_mutex_unlock(&f->h->os_lock);
+	pthread_mutex_lock(&f->h->osi->lock);
+	stop = f->h->osi->stop;
+	pthread_mutex_unlock(&f->h->osi->lock);
 	return stop ? 1 : 0;
 }
 
@@ -230,26 +365,59 @@ static int download(struct hub *h, const char *url, const char *path, uint64_t *
 
 /* --- the download thread ----------------------------------------------------- */
 
+/* The architecture an InfraEnv's image is built for, as --os-images names
+ * it (hub_pick_os_image()). */
+static const char *arch_of(const char *arch)
+{
+	if (!arch || !*arch)
+		return "x86_64";
+	return strcmp(arch, "arm64") == 0 ? "aarch64" : arch;
+}
+
+#define IDX_IE_ARCH "cpuArchitecture"
+static void infraenv_arch_index(const json_t *ie, json_t *out)
+{
+	json_array_append_new(out, json_string(arch_of(json_string_value(
+		json_object_get(json_object_get(ie, "spec"), "cpuArchitecture")))));
+}
+
 static int requeue_visit(const char *ns, const char *name, void *userdata)
 {
 	json_array_append_new(userdata, json_pack("[ss]", ns, name));
 	return 0;
 }
 
-/* The InfraEnvs waiting on an image show the news (or the failure): every
- * InfraEnv the runtime's cache knows is queued, once the controllers run. */
-static void requeue_infraenvs(struct hub *h)
+/* An image of architecture key->name moved (downloaded, or a try failed):
+ * its InfraEnvs show the news. */
+static struct rt_result reconcile(void *ctx, const struct rt_key *key)
 {
+	struct hub *h = ctx;
 	json_t *keys = json_array(), *k;
 	size_t i;
+	int r;
 
 	if (!keys)
-		return;
-	rt_cache_keys_all(h->rt, h->k_infraenv->store_key, requeue_visit, keys);
+		return rt_error(-ENOMEM);
+	r = rt_cache_keys_by(h->rt, h->k_infraenv->store_key, IDX_IE_ARCH, key->name, requeue_visit, keys);
 	json_array_foreach(keys, i, k)
 		rt_enqueue(h->c_infraenv, json_string_value(json_array_get(k, 0)),
 			   json_string_value(json_array_get(k, 1)));
 	json_decref(keys);
+	return rt_from_errno(r);
+}
+
+int hub_osimages_register(struct hub *h)
+{
+	struct rt_controller_def d = {
+		.name = "OSImage",
+		.reconcile = reconcile,
+		.ctx = h,
+	};
+	int r = rt_register(h->rt, &d, &h->c_osimage);
+
+	if (r == 0)
+		r = rt_cache_index(h->rt, h->k_infraenv->store_key, IDX_IE_ARCH, infraenv_arch_index);
+	return r;
 }
 
 static void *fetch_main(void *arg)
@@ -257,8 +425,8 @@ static void *fetch_main(void *arg)
 	struct hub *h = arg;
 
 	pthread_setname_np(pthread_self(), "ah-os-images");
-	pthread_mutex_lock(&h->os_lock);
-	while (!h->os_stop) {
+	pthread_mutex_lock(&h->osi->lock);
+	while (!h->osi->stop) {
 		int64_t now = util_mono_ms(), next = INT64_MAX;
 		bool running;
 		struct os_image *due = NULL;
@@ -268,8 +436,8 @@ static void *fetch_main(void *arg)
 		size_t i;
 		int r;
 
-		for (i = 0; i < h->n_os_images && !due; i++) {
-			struct os_image *o = &h->os_images[i];
+		for (i = 0; i < h->osi->n && !due; i++) {
+			struct os_image *o = &h->osi->images[i];
 
 			if (!o->remote || o->ready)
 				continue;
@@ -290,12 +458,12 @@ static void *fetch_main(void *arg)
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000;
 			}
-			pthread_cond_timedwait(&h->os_cond, &h->os_lock, &ts);
+			pthread_cond_timedwait(&h->osi->cond, &h->osi->lock, &ts);
 			continue;
 		}
 		url = strdup(due->url);
 		path = strdup(due->path);
-		pthread_mutex_unlock(&h->os_lock);
+		pthread_mutex_unlock(&h->osi->lock);
 
 		ah_err_clear(&err);
 		if (!url || !path)
@@ -303,15 +471,15 @@ static void *fetch_main(void *arg)
 		else
 			r = download(h, url, path, &area_len, &err);
 
-		pthread_mutex_lock(&h->os_lock);
-		if (h->os_stop) {
+		pthread_mutex_lock(&h->osi->lock);
+		if (h->osi->stop) {
 			free(url);
 			free(path);
 			break;
 		}
 		/* Entries naming the same URL share the file. */
-		for (i = 0; i < h->n_os_images; i++) {
-			struct os_image *o = &h->os_images[i];
+		for (i = 0; i < h->osi->n; i++) {
+			struct os_image *o = &h->osi->images[i];
 			int64_t delay;
 
 			if (!o->remote || o->ready || (o != due && (!url || strcmp(o->url, url) != 0)))
@@ -332,8 +500,8 @@ static void *fetch_main(void *arg)
 			o->retry_at_ms = util_mono_ms() + delay;
 			o->fetch_error = strdup(err.message);
 		}
-		running = h->controllers_running;
-		pthread_mutex_unlock(&h->os_lock);
+		running = h->osi->controllers_running;
+		pthread_mutex_unlock(&h->osi->lock);
 		if (r == 0)
 			log_info("OS image %s downloaded into %s", due->version, path);
 		else
@@ -341,11 +509,13 @@ static void *fetch_main(void *arg)
 		free(url);
 		free(path);
 		/* Before the controllers run, their first pass sees it anyway. */
-		if (running)
-			requeue_infraenvs(h);
-		pthread_mutex_lock(&h->os_lock);
+		if (running && h->c_osimage)
+			for (i = 0; i < h->osi->n; i++)
+				if (&h->osi->images[i] == due || strcmp(h->osi->images[i].url, due->url) == 0)
+					rt_enqueue(h->c_osimage, "", h->osi->images[i].cpu_architecture);
+		pthread_mutex_lock(&h->osi->lock);
 	}
-	pthread_mutex_unlock(&h->os_lock);
+	pthread_mutex_unlock(&h->osi->lock);
 	return NULL;
 }
 
@@ -357,14 +527,14 @@ int hub_os_images_start(struct hub *h, ah_err *err)
 	size_t i;
 	int r;
 
-	pthread_mutex_init(&h->os_lock, NULL);
+	pthread_mutex_init(&h->osi->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&h->os_cond, &ca);
+	pthread_cond_init(&h->osi->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	h->os_init = true;
-	for (i = 0; i < h->n_os_images; i++) {
-		struct os_image *o = &h->os_images[i];
+	h->osi->init = true;
+	for (i = 0; i < h->osi->n; i++) {
+		struct os_image *o = &h->osi->images[i];
 		ah_err e2;
 
 		if (!o->url)
@@ -402,11 +572,11 @@ int hub_os_images_start(struct hub *h, ah_err *err)
 		return ah_err_set(err, errno, 0, "", "cannot create %s: %s", dir, strerror(errno));
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return ah_err_set(err, EIO, 0, "", "libcurl initialisation failed");
-	if (pthread_create(&h->os_thread, NULL, fetch_main, h) != 0) {
+	if (pthread_create(&h->osi->thread, NULL, fetch_main, h) != 0) {
 		curl_global_cleanup();
 		return ah_err_set(err, EAGAIN, 0, "", "cannot start the OS image download thread");
 	}
-	h->os_started = true;
+	h->osi->started = true;
 	return 0;
 }
 
@@ -414,24 +584,24 @@ void hub_os_images_stop(struct hub *h)
 {
 	size_t i;
 
-	if (h->os_started) {
-		pthread_mutex_lock(&h->os_lock);
-		h->os_stop = true;
-		pthread_cond_signal(&h->os_cond);
-		pthread_mutex_unlock(&h->os_lock);
-		pthread_join(h->os_thread, NULL);
+	if (h->osi->started) {
+		pthread_mutex_lock(&h->osi->lock);
+		h->osi->stop = true;
+		pthread_cond_signal(&h->osi->cond);
+		pthread_mutex_unlock(&h->osi->lock);
+		pthread_join(h->osi->thread, NULL);
 		curl_global_cleanup();
-		h->os_started = false;
+		h->osi->started = false;
 	}
-	for (i = 0; i < h->n_os_images; i++) {
-		free(h->os_images[i].path);
-		free(h->os_images[i].fetch_error);
-		h->os_images[i].path = h->os_images[i].fetch_error = NULL;
+	for (i = 0; i < h->osi->n; i++) {
+		free(h->osi->images[i].path);
+		free(h->osi->images[i].fetch_error);
+		h->osi->images[i].path = h->osi->images[i].fetch_error = NULL;
 	}
-	if (h->os_init) {
-		pthread_mutex_destroy(&h->os_lock);
-		pthread_cond_destroy(&h->os_cond);
-		h->os_init = false;
+	if (h->osi->init) {
+		pthread_mutex_destroy(&h->osi->lock);
+		pthread_cond_destroy(&h->osi->cond);
+		h->osi->init = false;
 	}
 }
 
@@ -447,11 +617,11 @@ int hub_os_image_ready(struct hub *h, const struct os_image *os, uint64_t *ret_a
 			snprintf(msg, size, "OS image %s (%s) has no file", os->version, os->cpu_architecture);
 		return os->path ? 0 : -ENOENT;
 	}
-	pthread_mutex_lock(&h->os_lock);
+	pthread_mutex_lock(&h->osi->lock);
 	if (os->ready) {
 		if (ret_area_len)
 			*ret_area_len = os->area_len;
-		pthread_mutex_unlock(&h->os_lock);
+		pthread_mutex_unlock(&h->osi->lock);
 		return 0;
 	}
 	url_redacted(os->url, shown, sizeof(shown));
@@ -465,6 +635,31 @@ int hub_os_image_ready(struct hub *h, const struct os_image *os, uint64_t *ret_a
 			 "OS image %s (%s) is being downloaded from %s: attempt %d failed: %s; retrying with back-off",
 			 os->version, os->cpu_architecture, shown, os->attempts, os->fetch_error);
 	}
-	pthread_mutex_unlock(&h->os_lock);
+	pthread_mutex_unlock(&h->osi->lock);
 	return -EAGAIN;
+}
+
+void hub_os_images_controllers_running(struct hub *h)
+{
+	if (!h->osi || !h->osi->init)
+		return;
+	pthread_mutex_lock(&h->osi->lock);
+	h->osi->controllers_running = true;
+	pthread_mutex_unlock(&h->osi->lock);
+}
+
+void hub_os_images_free(struct hub *h)
+{
+	if (!h->osi)
+		return;
+	hub_os_images_stop(h);
+	for (size_t i = 0; i < h->osi->n; i++) {
+		free(h->osi->images[i].openshift_version);
+		free(h->osi->images[i].cpu_architecture);
+		free(h->osi->images[i].url);
+		free(h->osi->images[i].version);
+	}
+	free(h->osi->images);
+	free(h->osi);
+	h->osi = NULL;
 }

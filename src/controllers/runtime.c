@@ -72,6 +72,7 @@ struct rt {
 	struct rt_options opts;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	pthread_cond_t synced;  /* last_rev moved (rt_wait_synced) */
 	bool stop, started;
 	struct rt_controller *ctl[RT_MAX_CONTROLLERS];
 	size_t nctl, rr;
@@ -80,6 +81,7 @@ struct rt {
 	uint64_t events;
 
 	pthread_mutex_t clock;
+	uint64_t cache_gen;     /* odd while resync() refills the cache (rt_cache_generation) */
 	struct rt_cres cres[16];
 	size_t ncres;
 
@@ -883,6 +885,7 @@ static void resync(struct rt *rt)
 	size_t nd = 0, i, j, k;
 
 	pthread_mutex_lock(&rt->clock);
+	__atomic_add_fetch(&rt->cache_gen, 1, __ATOMIC_SEQ_CST);
 	for (i = 0; i < rt->ncres; i++) {
 		struct rt_cres *cr = &rt->cres[i];
 
@@ -906,6 +909,12 @@ static void resync(struct rt *rt)
 		}
 	for (k = 0; k < nd; k++)
 		store_list(rt->store, done[k], NULL, NULL, NULL, list_visit, rt, NULL);
+	__atomic_add_fetch(&rt->cache_gen, 1, __ATOMIC_SEQ_CST);
+}
+
+uint64_t rt_cache_generation(struct rt *rt)
+{
+	return __atomic_load_n(&rt->cache_gen, __ATOMIC_SEQ_CST);
 }
 
 static void *watch_main(void *arg)
@@ -955,7 +964,10 @@ static void *watch_main(void *arg)
 			last = store_current_rev(rt->store);
 			resync(rt);
 		}
+		pthread_mutex_lock(&rt->lock);
 		rt->last_rev = last;
+		pthread_cond_broadcast(&rt->synced);
+		pthread_mutex_unlock(&rt->lock);
 	}
 	return NULL;
 }
@@ -979,6 +991,7 @@ int rt_new(store *s, const struct rt_options *opts, struct rt **ret)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&rt->cond, &ca);
+	pthread_cond_init(&rt->synced, &ca);
 	pthread_condattr_destroy(&ca);
 	*ret = rt;
 	return 0;
@@ -1082,6 +1095,7 @@ void rt_stop(struct rt *rt)
 	pthread_mutex_lock(&rt->lock);
 	rt->stop = true;
 	pthread_cond_broadcast(&rt->cond);
+	pthread_cond_broadcast(&rt->synced);
 	pthread_mutex_unlock(&rt->lock);
 	if (rt->watching) {
 		/* store_wake_all() is not sticky: the watcher may enter
@@ -1144,6 +1158,7 @@ void rt_free(struct rt *rt)
 	pthread_mutex_destroy(&rt->lock);
 	pthread_mutex_destroy(&rt->clock);
 	pthread_cond_destroy(&rt->cond);
+	pthread_cond_destroy(&rt->synced);
 	free(rt);
 }
 
@@ -1187,4 +1202,28 @@ int rt_key_failures(struct rt_controller *c, const char *ns, const char *name)
 	n = e ? e->failures : 0;
 	pthread_mutex_unlock(&c->rt->lock);
 	return n;
+}
+
+int rt_wait_synced(struct rt *rt, int64_t rev, int64_t timeout_ms)
+{
+	int64_t until = util_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int r = 0;
+
+	if (!rt->store || rt->opts.no_watch || !rt->watching)
+		return 0; /* fed by hand: rt_feed() is synchronous */
+	if (rev <= 0)
+		rev = store_current_rev(rt->store);
+	pthread_mutex_lock(&rt->lock);
+	while (rt->last_rev < rev && !rt->stop) {
+		struct timespec ts;
+
+		if (util_mono_ms() >= until) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		deadline_ts(until, &ts);
+		pthread_cond_timedwait(&rt->synced, &rt->lock, &ts);
+	}
+	pthread_mutex_unlock(&rt->lock);
+	return r;
 }

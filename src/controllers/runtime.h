@@ -193,6 +193,19 @@ int rt_cache_keys_by(struct rt *rt, const char *resource, const char *index, con
 /* The same, collected: a new JSON array of ["ns", "name"] pairs. */
 json_t *rt_cache_list_by(struct rt *rt, const char *resource, const char *index, const char *val);
 
+/* The cache's generation: odd while the cache is being refilled from the
+ * store (at start, and after the watch fell behind the compacted log),
+ * when a lookup may miss an object that exists.  A caller that acts on a
+ * miss (deletes something) compares the generation before and after its
+ * lookup, and looks again later if it was odd or moved. */
+uint64_t rt_cache_generation(struct rt *rt);
+
+/* Wait until the cache has taken every store event up to rev (0 = the
+ * store's current revision): a reader that just missed in the cache asks
+ * whether a write it could know about is still on its way.  0, or
+ * -ETIMEDOUT after timeout_ms.  Immediately 0 without a store watch. */
+int rt_wait_synced(struct rt *rt, int64_t rev, int64_t timeout_ms);
+
 /* Counters (a snapshot), for tests and a later /metrics. */
 struct rt_stats {
 	uint64_t reconciles;     /* reconcile calls */

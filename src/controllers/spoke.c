@@ -2,11 +2,22 @@
  * for the spoke cleanup of a host that left it (kubeapi.md §4.4 step 3):
  * its Node is deleted once the host is back in the discovery image.
  *
+ * The SpokeCleanup controller (keys: Agents) does the deletion, so that a
+ * spoke that does not answer holds neither an Agent pass nor an agent API
+ * call: the host pipeline (agent.c) asks through
+ * hub_spoke_cleanup_outcome(), which queues the key and answers pending;
+ * the reconcile deletes the Node, keeps the outcome and queues the Agent,
+ * whose next pass takes it (and clears what was owed).  A failure is tried
+ * again every SPOKE_RETRY_MS while the cleanup is still owed.  Outcomes
+ * live in this process only: after a restart the pass asks again.
+ *
  * The kubeconfig is the one in the ClusterDeployment's admin kubeconfig
  * Secret: the current context's cluster (server, CA or
  * insecure-skip-tls-verify) and user (client certificate and key, or a
  * bearer token).  Nothing of it is logged. */
 #include "hub-internal.h"
+
+#include <pthread.h>
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -15,10 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/util.h"
 #include "base/yamljson.h"
 
 #define SPOKE_TIMEOUT_S 10L
+#define SPOKE_RETRY_MS 10000
+/* Outcomes kept at most (a cleanup is owed by few hosts at a time). */
+#define SPOKE_JOBS_MAX 10000
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -182,4 +197,211 @@ out:
 	blob_free(&key);
 	json_decref(docs);
 	return r;
+}
+
+/* --- the SpokeCleanup controller --------------------------------------------- */
+
+struct hub_spoke {
+	struct rt_controller *c;
+	pthread_mutex_t lock;
+	/* "ns/name" -> {"cd", "node", "state": "pending"|"done"|"failed",
+	 * "error", "last_error"} */
+	json_t *jobs;
+};
+
+static void job_key(const json_t *agent, char *buf, size_t size)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+
+	snprintf(buf, size, "%s/%s", jstr(meta, "namespace") ? jstr(meta, "namespace") : "",
+		 jstr(meta, "name") ? jstr(meta, "name") : "");
+}
+
+int hub_spoke_cleanup_outcome(struct hub *h, const json_t *agent, const char *cdkey, const char *node,
+			      char *msg, size_t size)
+{
+	struct hub_spoke *sp = h->spoke;
+	const json_t *meta = json_object_get(agent, "metadata");
+	char key[600];
+	json_t *job;
+	const char *state, *last;
+	int r = 0;
+
+	if (!sp)
+		return -EIO;
+	if (!node)
+		node = "";
+	job_key(agent, key, sizeof(key));
+	pthread_mutex_lock(&sp->lock);
+	job = json_object_get(sp->jobs, key);
+	if (job && (strcmp(jstr(job, "cd"), cdkey) != 0 || strcmp(jstr(job, "node"), node) != 0)) {
+		json_object_del(sp->jobs, key); /* owed for another unbind now */
+		job = NULL;
+	}
+	if (!job) {
+		if (json_object_size(sp->jobs) >= SPOKE_JOBS_MAX) {
+			pthread_mutex_unlock(&sp->lock);
+			snprintf(msg, size, "too many spoke cleanups under way; trying again");
+			return -EAGAIN;
+		}
+		json_object_set_new(sp->jobs, key, json_pack("{s:s,s:s,s:s}", "cd", cdkey, "node", node, "state", "pending"));
+		pthread_mutex_unlock(&sp->lock);
+		rt_enqueue(sp->c, jstr(meta, "namespace"), jstr(meta, "name"));
+		return 0;
+	}
+	state = jstr(job, "state");
+	last = jstr(job, "last_error");
+	if (strcmp(state, "done") == 0) {
+		json_object_del(sp->jobs, key);
+		r = 1;
+	} else if (last) {
+		/* Failed (or being tried again after a failure): the last
+		 * error shows until a try succeeds. */
+		snprintf(msg, size, "%s", last);
+		r = -EIO;
+	}
+	pthread_mutex_unlock(&sp->lock);
+	return r;
+}
+
+/* Delete the Node the cleanup of agent owes; 0 (deleted, absent, or no
+ * kubeconfig to reach the spoke with), or negative with err set. */
+static int delete_owed_node(struct hub *h, const char *cdkey, const char *node, ah_err *err)
+{
+	char ns[256], name[256], secname[320];
+	json_t *cd = NULL, *sec = NULL;
+	const char *kc64, *ref;
+	unsigned char *kc = NULL;
+	size_t kclen = 0;
+	int r = 0;
+
+	if (sscanf(cdkey, "%255[^/]/%255s", ns, name) != 2)
+		return 0;
+	/* The Secret the ClusterDeployment names, or the usual name when the
+	 * ClusterDeployment is gone. */
+	snprintf(secname, sizeof(secname), "%s-admin-kubeconfig", name);
+	if (kube_get(h->api, h->k_cd, ns, name, &cd, err) == 0) {
+		ref = jstr(json_object_get(json_object_get(json_object_get(cd, "spec"), "clusterMetadata"),
+					   "adminKubeconfigSecretRef"), "name");
+		if (ref && *ref)
+			snprintf(secname, sizeof(secname), "%s", ref);
+	}
+	json_decref(cd);
+	if (kube_get(h->api, h->k_secret, ns, secname, &sec, err) == 0 &&
+	    (kc64 = jstr(json_object_get(sec, "data"), "kubeconfig")) &&
+	    util_base64_decode(kc64, strlen(kc64), &kc, &kclen) == 0) {
+		r = hub_spoke_delete_node((const char *)kc, kclen, node, err);
+		OPENSSL_cleanse(kc, kclen);
+		free(kc);
+	}
+	json_decref(sec);
+	return r;
+}
+
+#define ANN_SKIP_SPOKE_CLEANUP "agent.agent-install.openshift.io/skip-spoke-cleanup"
+
+static bool still_owed(struct hub *h, const struct rt_key *key, const char *cd)
+{
+	json_t *agent = NULL, *rec = NULL;
+	store_obj *so = NULL;
+	const json_t *meta;
+	bool owed;
+	ah_err err;
+
+	if (kube_get(h->api, h->k_agent, key->ns, key->name, &agent, &err) < 0)
+		return false;
+	meta = json_object_get(agent, "metadata");
+	owed = !json_object_get(json_object_get(meta, "annotations"), ANN_SKIP_SPOKE_CLEANUP);
+	if (owed && store_get(h->store, HOSTSPEC_RESOURCE, key->ns, key->name, &so) == 0) {
+		rec = json_loadb(so->json, so->len, 0, NULL);
+		store_obj_free(so);
+		owed = jstr(rec, "uid") && jstr(meta, "uid") && strcmp(jstr(rec, "uid"), jstr(meta, "uid")) == 0 &&
+		       jstr(rec, "deprovision_cd") && strcmp(jstr(rec, "deprovision_cd"), cd) == 0;
+		json_decref(rec);
+	}
+	json_decref(agent);
+	return owed;
+}
+
+static struct rt_result reconcile(void *ctx, const struct rt_key *key)
+{
+	struct hub *h = ctx;
+	struct hub_spoke *sp = h->spoke;
+	char k[600], *cd = NULL, *node = NULL;
+	json_t *job;
+	ah_err err;
+	int r;
+
+	snprintf(k, sizeof(k), "%s/%s", key->ns, key->name);
+	pthread_mutex_lock(&sp->lock);
+	job = json_object_get(sp->jobs, k);
+	if (job && strcmp(jstr(job, "state"), "done") != 0) {
+		cd = strdup(jstr(job, "cd"));
+		node = strdup(jstr(job, "node"));
+	}
+	pthread_mutex_unlock(&sp->lock);
+	if (!cd || !node) {
+		free(cd);
+		free(node);
+		return rt_done();
+	}
+	/* Still owed?  Not when the Agent is gone, asks to skip it, or its
+	 * host's record (agent.c) no longer owes this one. */
+	if (!still_owed(h, key, cd)) {
+		pthread_mutex_lock(&sp->lock);
+		job = json_object_get(sp->jobs, k);
+		if (job && strcmp(jstr(job, "cd"), cd) == 0 && strcmp(jstr(job, "node"), node) == 0)
+			json_object_del(sp->jobs, k);
+		pthread_mutex_unlock(&sp->lock);
+		free(cd);
+		free(node);
+		return rt_done();
+	}
+	ah_err_clear(&err);
+	r = delete_owed_node(h, cd, node, &err);
+	if (r == 0 && *node)
+		log_info("agent %s: node %s deleted from the cluster of %s", k, node, cd);
+	pthread_mutex_lock(&sp->lock);
+	job = json_object_get(sp->jobs, k);
+	/* Unless the cleanup owed changed meanwhile, keep the outcome. */
+	if (job && strcmp(jstr(job, "cd"), cd) == 0 && strcmp(jstr(job, "node"), node) == 0) {
+		json_object_set_new(job, "state", json_string(r == 0 ? "done" : "failed"));
+		if (r < 0)
+			json_object_set_new(job, "last_error", json_string(err.message));
+	}
+	pthread_mutex_unlock(&sp->lock);
+	free(cd);
+	free(node);
+	/* The Agent's pass takes the outcome (and shows a failure). */
+	rt_enqueue(h->c_agent, key->ns, key->name);
+	return r < 0 ? rt_requeue_after(SPOKE_RETRY_MS) : rt_done();
+}
+
+int hub_spoke_register(struct hub *h)
+{
+	struct hub_spoke *sp = calloc(1, sizeof(*sp));
+	struct rt_controller_def d = {
+		.name = "SpokeCleanup",
+		.reconcile = reconcile,
+		.ctx = h,
+	};
+
+	if (!sp)
+		return -ENOMEM;
+	sp->jobs = json_object();
+	pthread_mutex_init(&sp->lock, NULL);
+	h->spoke = sp;
+	if (!sp->jobs)
+		return -ENOMEM;
+	return rt_register(h->rt, &d, &sp->c);
+}
+
+void hub_spoke_free(struct hub *h)
+{
+	if (!h->spoke)
+		return;
+	json_decref(h->spoke->jobs);
+	pthread_mutex_destroy(&h->spoke->lock);
+	free(h->spoke);
+	h->spoke = NULL;
 }

@@ -1,7 +1,8 @@
 /* Tests for src/controllers/runtime.c: queue de-duplication, per-key
  * back-off after errors, delayed requeues, no concurrent reconcile of one
- * key, cache indexes and event mapping (self, owner, function), and the
- * store watch feeding a controller. */
+ * key, cache indexes and event mapping (self, owner, function), the
+ * store watch feeding a controller, and waiting for the cache to catch up
+ * with the store (rt_wait_synced). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -500,6 +501,58 @@ static void test_store_watch(void **state)
 	rec_release(&r);
 }
 
+static void uid_index(const json_t *obj, json_t *out)
+{
+	const char *u = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+
+	if (u)
+		json_array_append_new(out, json_string(u));
+}
+
+/* rt_wait_synced(): a write is in the cache's index once it returns 0,
+ * even with the watch coalescing events for a while. */
+static void test_wait_synced(void **state)
+{
+	struct store_options so = { .event_log_keep = 1000, .sync_full = 0 };
+	struct rt_options o = { .workers = 1, .min_pass_ms = 200 };
+	char dir[64], db[128];
+	store *s = NULL;
+	struct rt *rt = NULL, *rt2;
+	json_t *l;
+
+	assert_int_equal(tu_tmpdir(dir, sizeof(dir), "ah-test-runtime"), 0);
+	snprintf(db, sizeof(db), "%s/db", dir);
+	assert_int_equal(store_open(db, &so, &s), 0);
+	assert_int_equal(rt_new(s, &o, &rt), 0);
+	assert_int_equal(rt_cache_index(rt, "things", "uid", uid_index), 0);
+	assert_int_equal(rt_cache_generation(rt), 0);
+	assert_int_equal(rt_start(rt), 0);
+	/* The start filled the cache: one refill, done (even). */
+	assert_int_equal(rt_cache_generation(rt), 2);
+	for (int i = 0; i < 3; i++) {
+		char name[16], text[64];
+
+		snprintf(name, sizeof(name), "t%d", i);
+		snprintf(text, sizeof(text), "{\"metadata\":{\"uid\":\"u-%d\"}}", i);
+		assert_int_equal(store_create(s, "things", "ns", name, render_text, text, NULL), 0);
+		assert_int_equal(rt_wait_synced(rt, 0, 3000), 0);
+		snprintf(text, sizeof(text), "u-%d", i);
+		l = rt_cache_list_by(rt, "things", "uid", text);
+		assert_int_equal(json_array_size(l), 1);
+		assert_string_equal(json_string_value(json_array_get(json_array_get(l, 0), 1)), name);
+		json_decref(l);
+	}
+	/* A revision the store has not reached: a bounded wait. */
+	assert_int_equal(rt_wait_synced(rt, store_current_rev(s) + 100, 50), -ETIMEDOUT);
+	rt_free(rt);
+	/* Fed by hand (no watch): nothing to wait for. */
+	rt2 = new_rt(1);
+	assert_int_equal(rt_wait_synced(rt2, 12345, 10), 0);
+	rt_free(rt2);
+	store_close(s);
+	tu_tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +565,7 @@ int main(void)
 		cmocka_unit_test(test_cache_index),
 		cmocka_unit_test(test_owner_map),
 		cmocka_unit_test(test_store_watch),
+		cmocka_unit_test(test_wait_synced),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

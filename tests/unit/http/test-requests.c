@@ -1,9 +1,11 @@
 /* The agent API and the image service called through the route table with
- * in-memory requests (no socket, no server): a partial hub over a real
- * SQLite store and real signing keys, as tests/unit/controllers does, with
- * no controller threads.  Covers authentication and refusals of the agent
- * API (upstream's error JSON) and of the image service (its text and JSON
- * errors, 405), and that the dispatch reaches the right handler. */
+ * in-memory requests (no socket, no server): a real hub (hub_new: its
+ * controllers on the runtime) over a real SQLite store and real signing
+ * keys.  Covers authentication and refusals of the agent API (upstream's
+ * error JSON) and of the image service (its text and JSON errors, 405),
+ * that the dispatch reaches the right handler, and the success paths: a
+ * host registers, is read back, gets its instructions, and the discovery
+ * ignition downloads with the InfraEnv's token. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "api/api-internal.h"
+#include "base/util.h"
 #include "http/router.h"
 #include "image/jwt.h"
 #include "kube/registry.h"
@@ -27,7 +30,9 @@
 struct fixture {
 	char dir[64];
 	struct kube_registry *reg;
-	struct hub h;
+	store *store;
+	struct kube_api *api;
+	struct hub *h;
 	struct http_router router;
 	char *token;  /* signed for IE1 */
 };
@@ -49,22 +54,21 @@ static int setup(void **state)
 	snprintf(f->dir, sizeof(f->dir), "/tmp/ah-test-requests-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
 	snprintf(db, sizeof(db), "%s/db", f->dir);
-	assert_int_equal(store_open(db, &so, &f->h.store), 0);
+	assert_int_equal(store_open(db, &so, &f->store), 0);
 	assert_int_equal(kube_registry_new(&f->reg, &err), 0);
-	assert_int_equal(kube_api_new(f->h.store, f->reg, &f->h.api, &err), 0);
-	f->h.reg = f->reg;
-	f->h.k_infraenv = kube_registry_by_kind(f->reg, "agent-install.openshift.io/v1beta1", "InfraEnv");
-	f->h.k_agent = kube_registry_by_kind(f->reg, "agent-install.openshift.io/v1beta1", "Agent");
-	f->h.service_url = strdup("https://hub.example:6443");
-	pthread_mutex_init(&f->h.ie_lock, NULL);
-	f->h.ie_by_uid = json_object();
-	assert_int_equal(jwt_keys_load_or_create(f->dir, &f->h.keys, &err), 0);
+	assert_int_equal(kube_api_new(f->store, f->reg, &f->api, &err), 0);
+	{
+		struct hub_config cfg = { .data_dir = f->dir, .service_url = "https://hub.example:6443" };
+
+		if (hub_new(f->api, &cfg, &f->h, &err) < 0)
+			fail_msg("hub_new: %s", err.message);
+	}
 	claims = json_pack("{s:s}", "infra_env_id", IE1);
-	assert_int_equal(jwt_sign(f->h.keys, claims, &f->token), 0);
+	assert_int_equal(jwt_sign(f->h->keys, claims, &f->token), 0);
 	json_decref(claims);
 	http_router_init(&f->router);
 	f->router.not_found = not_found;
-	assert_int_equal(hub_add_routes(&f->h, &f->router), 0);
+	assert_int_equal(hub_add_routes(f->h, &f->router), 0);
 	*state = f;
 	return 0;
 }
@@ -74,13 +78,10 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 	char cmd[128];
 
-	kube_api_free(f->h.api);
+	hub_free(f->h);
+	kube_api_free(f->api);
 	kube_registry_free(f->reg);
-	store_close(f->h.store);
-	jwt_keys_free(f->h.keys);
-	json_decref(f->h.ie_by_uid);
-	pthread_mutex_destroy(&f->h.ie_lock);
-	free(f->h.service_url);
+	store_close(f->store);
 	free(f->token);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
 	if (system(cmd) != 0)
@@ -215,12 +216,165 @@ static void test_image_service(void **state)
 	http_req_release_test(&req);
 }
 
+/* A pull secret and an InfraEnv in ns1, created through the kube API as a
+ * user would; *ret_token: the InfraEnv's agent token (what its image
+ * carries).  Returns the InfraEnv (new reference). */
+static json_t *make_infraenv(struct fixture *f, char **ret_token)
+{
+	const struct kube_kind *ksec = kube_registry_by_kind(f->reg, "v1", "Secret");
+	const struct kube_kind *kie = kube_registry_by_kind(f->reg, "agent-install.openshift.io/v1beta1", "InfraEnv");
+	const char *dockercfg = "{\"auths\":{\"quay.io\":{\"auth\":\"dXNlcjpwYXNz\"}}}";
+	char *b64 = NULL;
+	json_t *sec, *ie, *ret = NULL;
+	ah_err err;
+
+	{
+		const struct kube_kind *kns = kube_registry_by_kind(f->reg, "v1", "Namespace");
+		json_t *nso = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
+					"ns1");
+
+		if (kube_create(f->api, kns, "", nso, NULL, &ret, &err) < 0)
+			fail_msg("creating the Namespace: %s", err.message);
+		json_decref(nso);
+		json_decref(ret);
+		ret = NULL;
+	}
+	b64 = util_base64_encode(dockercfg, strlen(dockercfg));
+	assert_non_null(b64);
+	sec = json_pack("{s:s,s:s,s:{s:s,s:s},s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Secret", "metadata", "name",
+			"pull-secret", "namespace", "ns1", "type", "kubernetes.io/dockerconfigjson", "data",
+			".dockerconfigjson", b64);
+	free(b64);
+	if (kube_create(f->api, ksec, "ns1", sec, NULL, &ret, &err) < 0)
+		fail_msg("creating the Secret: %s", err.message);
+	json_decref(sec);
+	json_decref(ret);
+	ie = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:{s:s},s:s}}", "apiVersion", "agent-install.openshift.io/v1beta1",
+		       "kind", "InfraEnv", "metadata", "name", "ie1", "namespace", "ns1", "spec", "pullSecretRef",
+		       "name", "pull-secret", "sshAuthorizedKey", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample");
+	ret = NULL;
+	if (kube_create(f->api, kie, "ns1", ie, NULL, &ret, &err) < 0)
+		fail_msg("creating the InfraEnv: %s", err.message);
+	json_decref(ie);
+	if (hub_infraenv_token(f->h, ret, ret_token, &err) < 0)
+		fail_msg("the InfraEnv token: %s", err.message);
+	return ret;
+}
+
+static void test_agent_api_host_lifecycle(void **state)
+{
+	struct fixture *f = *state;
+	const char *host_id = "2b7c1d2e-3f40-4a5b-9c6d-7e8f90a1b2c3";
+	const struct http_response *resp;
+	struct http_req req;
+	char *token = NULL, path[256], body[256];
+	json_t *ie = make_infraenv(f, &token), *j;
+	const char *ie_id = json_string_value(json_object_get(json_object_get(ie, "metadata"), "uid"));
+	const char *key[] = { "X-Secret-Key", token, "Content-Type", "application/json", NULL };
+	json_t *agent = NULL;
+	ah_err err;
+
+	/* Register: 201 with the host, its href and the step runner. */
+	snprintf(path, sizeof(path), API_PREFIX "/infra-envs/%s/hosts", ie_id);
+	snprintf(body, sizeof(body), "{\"host_id\":\"%s\",\"discovery_agent_version\":\"v1.0\"}", host_id);
+	resp = call(f, &req, "POST", path, key, NULL, body);
+	if (resp->status != 201)
+		fail_msg("register: %u %.*s", resp->status, (int)resp->len, resp->body);
+	j = body_json(resp);
+	assert_string_equal(json_string_value(json_object_get(j, "id")), host_id);
+	assert_string_equal(json_string_value(json_object_get(j, "infra_env_id")), ie_id);
+	assert_non_null(strstr(json_string_value(json_object_get(j, "href")), host_id));
+	assert_non_null(json_object_get(j, "next_step_runner_command"));
+	assert_non_null(json_string_value(json_object_get(j, "status")));
+	json_decref(j);
+	http_req_release_test(&req);
+	/* ... and its Agent exists, labelled with its InfraEnv. */
+	assert_int_equal(kube_get(f->api, f->h->k_agent, "ns1", host_id, &agent, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(agent, "metadata"), "labels"),
+							      LABEL_INFRAENV)), "ie1");
+	json_decref(agent);
+
+	/* GET the host back. */
+	snprintf(path, sizeof(path), API_PREFIX "/infra-envs/%s/hosts/%s", ie_id, host_id);
+	resp = call(f, &req, "GET", path, key, NULL, NULL);
+	if (resp->status != 200)
+		fail_msg("get host: %u %.*s", resp->status, (int)resp->len, resp->body);
+	j = body_json(resp);
+	assert_string_equal(json_string_value(json_object_get(j, "id")), host_id);
+	assert_non_null(json_string_value(json_object_get(j, "status")));
+	json_decref(j);
+	http_req_release_test(&req);
+
+	/* Its instructions: 200 with the steps to run. */
+	snprintf(path, sizeof(path), API_PREFIX "/infra-envs/%s/hosts/%s/instructions", ie_id, host_id);
+	resp = call(f, &req, "GET", path, key, NULL, NULL);
+	if (resp->status != 200)
+		fail_msg("instructions: %u %.*s", resp->status, (int)resp->len, resp->body);
+	j = body_json(resp);
+	assert_true(json_is_array(json_object_get(j, "instructions")));
+	assert_true(json_array_size(json_object_get(j, "instructions")) > 0);
+	assert_non_null(json_string_value(json_object_get(json_array_get(json_object_get(j, "instructions"), 0),
+							  "step_type")));
+	json_decref(j);
+	http_req_release_test(&req);
+
+	/* Another host id under a path that is not a UUID: 400 naming it. */
+	snprintf(path, sizeof(path), API_PREFIX "/infra-envs/%s/hosts/not-a-uuid", ie_id);
+	resp = call(f, &req, "GET", path, key, NULL, NULL);
+	assert_int_equal(resp->status, 400);
+	http_req_release_test(&req);
+
+	json_decref(ie);
+	free(token);
+}
+
+static void test_image_service_ignition(void **state)
+{
+	struct fixture *f = *state;
+	const struct http_response *resp;
+	struct http_req req;
+	char *token = NULL, path[256];
+	json_t *ie = make_infraenv(f, &token), *j;
+	const char *ie_id = json_string_value(json_object_get(json_object_get(ie, "metadata"), "uid"));
+	const char *q[] = { "api_key", token, "file_name", "discovery.ign", NULL };
+	char *ign_text;
+
+	snprintf(path, sizeof(path), API_PREFIX "/infra-envs/%s/downloads/files", ie_id);
+	resp = call(f, &req, "GET", path, NULL, q, NULL);
+	if (resp->status != 200)
+		fail_msg("discovery.ign: %u %.*s", resp->status, (int)resp->len, resp->body);
+	j = body_json(resp);
+	/* An Ignition config that carries the InfraEnv's id and the SSH key. */
+	assert_non_null(json_string_value(json_object_get(json_object_get(j, "ignition"), "version")));
+	ign_text = json_dumps(j, JSON_COMPACT);
+	assert_non_null(strstr(ign_text, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample"));
+	free(ign_text);
+	json_decref(j);
+	assert_non_null(strstr(http_response_header(resp, "Content-Disposition"), "discovery.ign"));
+	http_req_release_test(&req);
+
+	/* A valid token of another infra-env (f->token names IE1): not
+	 * found, as upstream answers, and nothing of the image served. */
+	{
+		const char *q2[] = { "api_key", f->token, "file_name", "discovery.ign", NULL };
+
+		resp = call(f, &req, "GET", path, NULL, q2, NULL);
+		assert_int_equal(resp->status, 404);
+		assert_null(memmem(resp->body, resp->len, "ignition", 8));
+		http_req_release_test(&req);
+	}
+	json_decref(ie);
+	free(token);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_agent_api_authentication, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_api_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_image_service, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_api_host_lifecycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_image_service_ignition, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
