@@ -110,6 +110,10 @@ struct hub {
 	struct rt *rt;
 	struct rt_controller *c_infraenv, *c_agent, *c_cd, *c_aci;
 	const struct kube_kind *k_cd, *k_aci, *k_imageset;
+	/* BareMetalHosts (bmh.c, bmac.c); k_bmh NULL when the kind is absent. */
+	struct rt_controller *c_bmh, *c_bmac;
+	const struct kube_kind *k_bmh;
+	struct bmh_ctl *bmh_ctl;   /* bmh.c: the BMC job pool */
 
 	/* Remote OS image downloads (osimages.c). */
 	bool os_init, os_started, os_stop;
@@ -128,6 +132,11 @@ int hub_infraenv_register(struct hub *h);
 int hub_agent_register(struct hub *h);
 int hub_cluster_register(struct hub *h);
 int hub_nmstate_register(struct hub *h);
+/* The BareMetalHost controller (bmh.c) and the Bare Metal Agent Controller
+ * (bmac.c); hub_bmh_stop() ends the BMC job threads (after rt_stop()). */
+int hub_bmh_register(struct hub *h);
+int hub_bmac_register(struct hub *h);
+void hub_bmh_stop(struct hub *h);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
 #define HUB_IDX_AGENT_TOKEN "ignitionTokenSecret" /* Agent -> "ns/name" of its token Secret */

@@ -495,6 +495,10 @@ static int start_controllers(struct hub *h)
 		r = hub_cluster_register(h);
 	if (r == 0)
 		r = hub_nmstate_register(h);
+	if (r == 0)
+		r = hub_bmh_register(h);
+	if (r == 0)
+		r = hub_bmac_register(h);
 	/* Hosts that stopped polling are found by a sweep (agentapi.c). */
 	if (r == 0)
 		r = rt_ticker(h->rt, 1000, sweep_disconnected, h);
@@ -555,6 +559,8 @@ void hub_free(struct hub *h)
 
 	if (!h)
 		return;
+	rt_stop(h->rt);
+	hub_bmh_stop(h);
 	rt_free(h->rt);
 	hub_leases_release(h);
 	hub_os_images_stop(h);

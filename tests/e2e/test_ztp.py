@@ -1,0 +1,186 @@
+"""Zero-touch provisioning: BareMetalHosts booted by the hub through their BMC
+(the simulator's Redfish service), paired with their Agents by the Bare Metal
+Agent Controller.  Nobody boots anything by hand: `kubectl apply` of the
+simulator's manifests, then the hub powers the machines off, inserts the
+InfraEnv's ISO, boots Cd and powers them on; the Agents that register are
+paired by MAC, labelled, approved, and their hardware lands on the BMH."""
+import base64
+import json
+
+import pytest
+
+from conftest import wait_for
+from test_bmcsim import Bmc
+from test_discovery import NS, setup_infraenv
+
+BMH_LABEL = "agent-install.openshift.io/bmh"
+
+
+def bmhs(hub):
+    return {b["metadata"]["name"]: b for b in hub.kubectl_json("-n", NS, "get", "baremetalhosts")["items"]}
+
+
+def state(b):
+    return b.get("status", {}).get("provisioning", {}).get("state", "")
+
+
+@pytest.fixture
+def ztp_hub(hub_factory):
+    return hub_factory(extra_args=["--host-disconnect-timeout", "6s"])
+
+
+def test_three_bmhs_provision_and_pair(ztp_hub, tmp_path, sims):
+    hub = ztp_hub
+    ie = setup_infraenv(hub)
+    name = ie["metadata"]["name"]
+    b = Bmc(tmp_path, hosts=3, args=["--bmh-namespace", NS, "--bmh-infraenv", name,
+                                     "--cacert", str(hub.ca_path), "--max-poll-seconds", "2"])
+    sims.append(b)
+    hub.kubectl("apply", "-f", str(b.manifests))
+
+    def all_provisioned():
+        cur = bmhs(hub)
+        return cur if len(cur) == 3 and all(state(x) == "provisioned" for x in cur.values()) else None
+    cur = wait_for(all_provisioned, timeout=90, what="3 BMHs provisioned")
+    url = hub.kubectl_json("-n", NS, "get", "infraenv", name)["status"]["isoDownloadURL"]
+    for x in cur.values():
+        assert x["spec"]["image"] == {"url": url, "format": "live-iso"}
+        assert x["status"]["poweredOn"] is True
+        assert x["status"]["operationalStatus"] == "OK"
+        assert x["status"]["errorMessage"] == ""
+        assert x["status"]["provisioning"]["image"]["url"] == url
+        assert "bmac.agent-install.openshift.io/deprovision" in x["metadata"]["finalizers"]
+        assert "baremetalhost.metal3.io" in x["metadata"]["finalizers"]
+
+    def paired():
+        items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
+        ok = [a for a in items if a["metadata"].get("labels", {}).get(BMH_LABEL) and a["spec"].get("approved")]
+        return ok if len(ok) == 3 else None
+    agents = wait_for(paired, timeout=120, what="3 Agents paired and approved")
+    assert sorted(a["metadata"]["labels"][BMH_LABEL] for a in agents) == sorted(cur)
+
+    # The hardware details BMAC writes are taken into status.hardware (and the
+    # annotation consumed, as BMO does).
+    def hardware():
+        cur = bmhs(hub)
+        ok = all(x.get("status", {}).get("hardware", {}).get("hostname") and
+                 "inspect.metal3.io/hardwaredetails" not in x["metadata"].get("annotations", {})
+                 for x in cur.values())
+        return cur if ok else None
+    cur = wait_for(hardware, timeout=60, what="status.hardware on the 3 BMHs")
+    for a in agents:
+        x = cur[a["metadata"]["labels"][BMH_LABEL]]
+        hw = x["status"]["hardware"]
+        inv = a["status"]["inventory"]
+        assert hw["hostname"] == inv["hostname"]
+        assert x["spec"]["bootMACAddress"].lower() in [n["mac"].lower() for n in hw["nics"]]
+        assert hw["cpu"]["count"] == inv["cpu"]["count"]
+        assert hw["firmware"] == {"bios": {}}
+        assert hw["ramMebibytes"] == inv["memory"]["physicalBytes"] // (1 << 20)
+    # The machines were booted by the hub alone: three boots from the ISO.
+    assert b.status("off") == 0
+
+
+def test_bmh_annotations_reach_the_agent(ztp_hub, tmp_path, sims):
+    hub = ztp_hub
+    ie = setup_infraenv(hub)
+    name = ie["metadata"]["name"]
+    b = Bmc(tmp_path, hosts=1, args=["--bmh-namespace", NS, "--bmh-infraenv", name,
+                                     "--cacert", str(hub.ca_path), "--max-poll-seconds", "2"])
+    sims.append(b)
+    hub.kubectl("apply", "-f", str(b.manifests))
+    bname = next(iter(bmhs(hub)))
+    hub.kubectl("-n", NS, "annotate", "bmh", bname,
+                "bmac.agent-install.openshift.io/hostname=ztp-host-0",
+                "bmac.agent-install.openshift.io/role=master",
+                'bmac.agent-install.openshift.io/installer-args=["--append-karg","nameserver=8.8.8.8"]',
+                "bmac.agent-install.openshift.io.agent-label.example.com/rack=r1")
+
+    def agent():
+        items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
+        return items[0] if items and items[0]["spec"].get("hostname") == "ztp-host-0" else None
+    a = wait_for(agent, timeout=120, what="the Agent with the BMH's annotations")
+    assert a["spec"]["role"] == "master"
+    assert a["spec"]["approved"] is True
+    assert json.loads(a["spec"]["installerArgs"]) == ["--append-karg", "nameserver=8.8.8.8"]
+    assert a["metadata"]["labels"]["example.com/rack"] == "r1"
+    assert a["metadata"]["labels"][BMH_LABEL] == bname
+    # The hostname from the annotation is the one the hardware details name.
+    wait_for(lambda: bmhs(hub)[bname].get("status", {}).get("hardware", {}).get("hostname") == "ztp-host-0",
+             timeout=60, what="status.hardware.hostname from the Agent's spec hostname")
+
+
+def test_wrong_password_is_a_registration_error(ztp_hub, tmp_path, sims):
+    hub = ztp_hub
+    ie = setup_infraenv(hub)
+    name = ie["metadata"]["name"]
+    b = Bmc(tmp_path, hosts=1, args=["--bmh-namespace", NS, "--bmh-infraenv", name,
+                                     "--cacert", str(hub.ca_path), "--max-poll-seconds", "2"])
+    sims.append(b)
+    text = b.manifests.read_text()
+    assert base64.b64encode(b"s3cret").decode() in text or "s3cret" in text
+    wrong = text.replace(base64.b64encode(b"s3cret").decode(),
+                         base64.b64encode(b"wrong-pw-1").decode()).replace("s3cret", "wrong-pw-1")
+    hub.kubectl("apply", "-f", "-", input=wrong)
+    bname = next(iter(bmhs(hub)))
+
+    def errored():
+        x = bmhs(hub)[bname]
+        return x if x.get("status", {}).get("errorType") == "registration error" else None
+    x = wait_for(errored, timeout=60, what="registration error")
+    assert state(x) == "registering"
+    assert x["status"]["operationalStatus"] == "error"
+    assert "rejected the credentials" in x["status"]["errorMessage"]
+    assert "HTTP 401" in x["status"]["errorMessage"]
+    # Never provisioned: no image inserted, the machine stays off, no Agent.
+    assert b.status("off") == 1
+    assert hub.kubectl_json("-n", NS, "get", "agents")["items"] == []
+    dumped = json.dumps(hub.kubectl_json("-n", NS, "get", "baremetalhosts,events"))
+    assert "wrong-pw-1" not in dumped and "s3cret" not in dumped
+    assert "wrong-pw-1" not in hub.log_text() and "s3cret" not in hub.log_text()
+
+    # The right password (the Secret is watched): registered, provisioned, an Agent.
+    hub.kubectl("apply", "-f", str(b.manifests))
+    wait_for(lambda: state(bmhs(hub)[bname]) == "provisioned", timeout=60, what="provisioned after the fix")
+    x = bmhs(hub)[bname]
+    assert x["status"]["operationalStatus"] == "OK" and "errorType" not in x["status"]
+    wait_for(lambda: hub.kubectl_json("-n", NS, "get", "agents")["items"], timeout=120, what="an Agent")
+    assert "s3cret" not in hub.log_text()
+
+
+def test_unsupported_driver_and_upstream_bmh(ztp_hub, tmp_path):
+    hub = ztp_hub
+    hub.create_namespace(NS)
+    # An IPMI BMC: the hub speaks Redfish virtual media only.
+    hub.apply_obj({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ipmi-creds", "namespace": NS},
+                   "stringData": {"username": "admin", "password": "pw-ipmi-9"}})
+    hub.apply_obj({"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+                   "metadata": {"name": "ipmi-host", "namespace": NS},
+                   "spec": {"online": True, "bootMACAddress": "52:54:00:00:00:01",
+                            "bmc": {"address": "ipmi://192.0.2.1:623", "credentialsName": "ipmi-creds"}}})
+
+    def errored(n):
+        x = bmhs(hub).get(n, {})
+        return x if x.get("status", {}).get("errorType") == "registration error" else None
+    x = wait_for(lambda: errored("ipmi-host"), timeout=30, what="registration error for ipmi")
+    assert "unsupported BMC driver \"ipmi\"" in x["status"]["errorMessage"]
+    assert x["status"]["operationalStatus"] == "error"
+
+    # The upstream BMH manifest, placeholders filled, applied verbatim; its BMC
+    # (192.168.222.1:8000) does not answer here: a registration error saying so.
+    tpl = (hub_repo_shared() / "conformance" / "capoa" / "bmh.yaml.tpl").read_text()
+    doc = tpl.replace("REPLACE_NAME", "upstream-bmh").replace("REPLACE_MAC", "52:54:00:aa:bb:cc") \
+             .replace("REPLACE_ID", "11111111-2222-3333-4444-555555555555")
+    hub.kubectl("-n", NS, "apply", "-f", "-", input=doc)
+    x = bmhs(hub)["upstream-bmh"]
+    assert x["spec"]["bmc"]["address"].endswith("/Systems/11111111-2222-3333-4444-555555555555")
+    x = wait_for(lambda: errored("upstream-bmh"), timeout=60, what="registration error for the unreachable BMC")
+    assert "192.168.222.1:8000" in x["status"]["errorMessage"]
+    # Deleting them: the finalizer goes once the host is let go.
+    hub.kubectl("-n", NS, "delete", "bmh", "ipmi-host", "upstream-bmh", "--timeout=60s")
+    assert bmhs(hub) == {}
+
+
+def hub_repo_shared():
+    from conftest import SHARED
+    return SHARED
