@@ -387,21 +387,22 @@ static int reconcile_bmac(struct hub *h, const char *ns, const char *name, int64
 	 * is taken away, so the BMH deprovisions, then gets it again). */
 	bound = condition(agent, "Bound");
 	unbinding = bound && same_str_or_null(jstr(bound, "reason"), "UnbindingPendingUserAction");
-	if (unbinding) {
-		if (json_object_get(ann, BMH_ANN_DETACHED)) {
-			set_ann(&e, ann, BMH_ANN_DETACHED, NULL);
-			set_ann(&e, ann, BMH_ANN_PAUSED, NULL);
-			set_ann(&e, ann, ANN_BMH_STATUS, NULL);
-			set_ann(&e, ann, BMH_ANN_HWDETAILS, NULL);
-			set_ann(&e, ann, ANN_SPOKE_CREATED, NULL);
-			json_object_set_new(e.spec, "image", json_null());
-		}
+	if (unbinding && json_object_get(ann, BMH_ANN_DETACHED)) {
+		/* Once: with the detached annotation gone the next passes go
+		 * on (and put the image back when the host is available). */
+		set_ann(&e, ann, BMH_ANN_DETACHED, NULL);
+		set_ann(&e, ann, BMH_ANN_PAUSED, NULL);
+		set_ann(&e, ann, ANN_BMH_STATUS, NULL);
+		set_ann(&e, ann, BMH_ANN_HWDETAILS, NULL);
+		set_ann(&e, ann, ANN_SPOKE_CREATED, NULL);
+		json_object_set_new(e.spec, "image", json_null());
 		r = apply_edit(h, bmh, &e);
 		goto out;
 	}
 
-	/* 6. Detach (and pause) once the host installed. */
-	if (agent && installed_stage(agent)) {
+	/* 6. Detach (and pause) once the host installed; not while it waits
+	 * to be rebooted into discovery. */
+	if (agent && installed_stage(agent) && !unbinding) {
 		set_ann(&e, ann, BMH_ANN_DETACHED, json_object_get(ann, BMH_ANN_DETACHED) ? jstr(ann, BMH_ANN_DETACHED)
 											: DETACHED_VALUE);
 		if (same_str_or_null(jstr(status, "operationalStatus"), "detached") &&

@@ -184,3 +184,60 @@ def test_unsupported_driver_and_upstream_bmh(ztp_hub, tmp_path):
 def hub_repo_shared():
     from conftest import SHARED
     return SHARED
+
+
+def test_late_binding_install_then_back_to_the_pool(hub_factory, tmp_path, sims):
+    """A BMH-booted host, paired and approved by BMAC, installs a late-bound SNO; the BMH
+    is detached and paused once it installed.  Deleting the ClusterDeployment leaves the
+    Agent waiting for a reboot into discovery: the hub does it through Redfish (image
+    taken away, deprovisioned, provisioned again) and the Agent is known-unbound again,
+    with nobody touching the BMC."""
+    from test_install import SUBNET, setup_common
+    from test_latebinding import bind, late_binding_infraenv, sno, wait_bound_reason
+
+    hub = hub_factory(extra_args=["--host-disconnect-timeout", "30s"])
+    setup_common(hub)
+    ie = late_binding_infraenv(hub)
+    b = Bmc(tmp_path, hosts=1, args=["--bmh-namespace", NS, "--bmh-infraenv", ie["metadata"]["name"],
+                                     "--cacert", str(hub.ca_path), "--subnet", SUBNET, "--stage-seconds", "1",
+                                     "--max-poll-seconds", "1"])
+    sims.append(b)
+    hub.kubectl("apply", "-f", str(b.manifests))
+    bname = next(iter(bmhs(hub)))
+
+    def pool():
+        items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
+        ok = [a for a in items if a.get("status", {}).get("debugInfo", {}).get("state") == "known-unbound"
+              and a["spec"].get("approved") and a["metadata"].get("labels", {}).get(BMH_LABEL) == bname]
+        return ok[0] if ok else None
+    name = wait_for(pool, timeout=120, what="the pool's Agent, paired and approved")["metadata"]["name"]
+    sno(hub)
+    bind(hub, name, "single-node")
+    wait_bound_reason(hub, name, "Bound", timeout=90)
+    hub.kubectl("-n", NS, "wait", "--for=condition=Completed", "aci/test-agent-cluster-install",
+                "--timeout=180s", timeout=200)
+    assert b.status("installed") == 1
+
+    def detached():
+        x = bmhs(hub)[bname]
+        ann = x["metadata"].get("annotations", {})
+        return x if (ann.get("baremetalhost.metal3.io/detached") == "assisted-service-controller"
+                     and x["status"].get("operationalStatus") == "detached"
+                     and "baremetalhost.metal3.io/paused" in ann) else None
+    x = wait_for(detached, timeout=60, what="the BMH detached and paused")
+    assert json.loads(x["metadata"]["annotations"]["baremetalhost.metal3.io/status"])["provisioning"]["state"] \
+        == "provisioned"
+    boots = b.status("boots")
+
+    hub.kubectl("-n", NS, "delete", "clusterdeployment", "single-node", "--timeout=60s", timeout=70)
+    # UnbindingPendingUserAction lasts only until the hub reboots the host (a
+    # few seconds): what shows it is the BMH taken through deprovisioning and the
+    # machine's new boot.
+    wait_bound_reason(hub, name, "Unbound", timeout=150)
+    wait_for(lambda: hub.kubectl_json("-n", NS, "get", "agent", name)["status"]["debugInfo"]["state"]
+             == "known-unbound", timeout=120, what="known-unbound again")
+    assert b.status("boots") > boots  # the hub rebooted it through the BMC
+    x = bmhs(hub)[bname]
+    assert state(x) == "provisioned"
+    assert "baremetalhost.metal3.io/detached" not in x["metadata"].get("annotations", {})
+    assert x["status"]["operationalStatus"] == "OK"
