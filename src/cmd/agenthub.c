@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "controllers/hub.h"
+#include "controllers/redfish.h"
 #include "http/creds.h"
 #include "http/kubeapi.h"
 #include "http/server.h"
@@ -325,6 +326,8 @@ static void usage(FILE *f)
 		"  -v, --verbose         debug logging, and one line per request\n"
 		"  --max-connections N   connections served at once (default 16384); requests on\n"
 		"                        connections past it get 503 with Retry-After\n"
+		"  --bmc-max-in-flight N Redfish requests to BareMetalHosts' BMCs in flight at once\n"
+		"                        (default 16; as many threads run BMC operations)\n"
 		"  --max-downloads N     image downloads in flight at once (default 1024); more get\n"
 		"                        503 with Retry-After\n"
 		"  --http-threads N      HTTP threads, each serving its share of the connections\n"
@@ -438,6 +441,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "http-threads", required_argument, NULL, 'H' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "request-timeout", required_argument, NULL, 'R' },
+		{ "bmc-max-in-flight", required_argument, NULL, 'K' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -510,13 +514,14 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 			}
 			o->log_format = optarg;
 			break;
-		case 'C': case 'D': case 'H': case 'I': case 'R': {
+		case 'C': case 'D': case 'H': case 'I': case 'R': case 'K': {
 			static const struct { char c; const char *flag; unsigned min, max; } lim[] = {
 				{ 'C', "--max-connections", 1, 1000000 },
 				{ 'D', "--max-downloads", 1, 100000 },
 				{ 'H', "--http-threads", 1, 64 },
 				{ 'I', "--idle-timeout", 1, 86400 },
 				{ 'R', "--request-timeout", 1, 3600 },
+				{ 'K', "--bmc-max-in-flight", 1, 4096 },
 			};
 			unsigned long v;
 			size_t i;
@@ -535,6 +540,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 			case 'D': o->max_downloads = (unsigned)v; break;
 			case 'H': o->http_threads = (unsigned)v; break;
 			case 'I': o->idle_timeout = (unsigned)v; break;
+			case 'K': rf_set_max_in_flight((int)v); break;
 			default: o->request_timeout = (unsigned)v; break;
 			}
 			break;

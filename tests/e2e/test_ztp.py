@@ -241,3 +241,40 @@ def test_late_binding_install_then_back_to_the_pool(hub_factory, tmp_path, sims)
     assert state(x) == "provisioned"
     assert "baremetalhost.metal3.io/detached" not in x["metadata"].get("annotations", {})
     assert x["status"]["operationalStatus"] == "OK"
+
+
+def test_bmc_stops_answering_mid_provisioning(ztp_hub, tmp_path, sims):
+    """A BMC that stops answering (the simulator stopped with SIGSTOP: connections are
+    accepted, nothing answers) while the host is to be provisioned: the BMH shows a
+    provisioning error naming the timeout; when the BMC answers again the hub carries
+    on and the host is provisioned.  Other BMHs and controllers are not held up."""
+    import signal
+    hub = ztp_hub
+    ie = setup_infraenv(hub)
+    name = ie["metadata"]["name"]
+    b = Bmc(tmp_path, hosts=1, args=["--bmh-namespace", NS, "--cacert", str(hub.ca_path),
+                                     "--max-poll-seconds", "2"])
+    sims.append(b)
+    hub.kubectl("apply", "-f", str(b.manifests))
+    bname = next(iter(bmhs(hub)))
+    # Without the InfraEnv label it registers and waits, available.
+    wait_for(lambda: state(bmhs(hub)[bname]) == "available", timeout=30, what="available")
+    b.proc.send_signal(signal.SIGSTOP)
+    try:
+        hub.kubectl("-n", NS, "label", "bmh", bname, f"infraenvs.agent-install.openshift.io={name}")
+
+        def errored():
+            x = bmhs(hub)[bname]
+            return x if x.get("status", {}).get("errorType") == "provisioning error" else None
+        x = wait_for(errored, timeout=60, what="provisioning error while the BMC is silent")
+        assert state(x) == "provisioning" and x["status"]["operationalStatus"] == "error"
+        assert "did not answer" in x["status"]["errorMessage"]
+        # The rest of the hub goes on meanwhile: an InfraEnv change is reconciled.
+        hub.kubectl("-n", NS, "annotate", "infraenv", name, "example.com/touched=1")
+        assert hub.kubectl_json("-n", NS, "get", "infraenv", name)["status"]["isoDownloadURL"]
+    finally:
+        b.proc.send_signal(signal.SIGCONT)
+    wait_for(lambda: state(bmhs(hub)[bname]) == "provisioned", timeout=60, what="provisioned once it answers")
+    x = bmhs(hub)[bname]
+    assert x["status"]["operationalStatus"] == "OK" and x["status"]["errorMessage"] == ""
+    wait_for(lambda: hub.kubectl_json("-n", NS, "get", "agents")["items"], timeout=120, what="the Agent")
