@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/hubmetrics.h"
+
 static pthread_mutex_t rf_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rf_cond = PTHREAD_COND_INITIALIZER;
 static int rf_limit = RF_MAX_IN_FLIGHT_DEFAULT, rf_in_flight, rf_peak;
@@ -50,6 +52,7 @@ static void slot_take(void)
 	rf_calls++;
 	if (rf_in_flight > rf_peak)
 		rf_peak = rf_in_flight;
+	hm_bmc_in_flight(rf_in_flight, rf_peak);
 	pthread_mutex_unlock(&rf_lock);
 }
 
@@ -57,6 +60,7 @@ static void slot_give(void)
 {
 	pthread_mutex_lock(&rf_lock);
 	rf_in_flight--;
+	hm_bmc_in_flight(rf_in_flight, rf_peak);
 	pthread_cond_signal(&rf_cond);
 	pthread_mutex_unlock(&rf_lock);
 }
@@ -181,6 +185,7 @@ static int rf_call(const struct rf_conn *c, const char *method, const char *path
 		cr = curl_easy_perform(h);
 		slot_give();
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+		hm_bmc_request(cr != CURLE_OK ? "unreachable" : code >= 200 && code < 300 ? "ok" : "error");
 		curl_slist_free_all(hl);
 		curl_easy_cleanup(h);
 		if (cr == CURLE_OPERATION_TIMEDOUT) {

@@ -278,3 +278,25 @@ def test_bmc_stops_answering_mid_provisioning(ztp_hub, tmp_path, sims):
     x = bmhs(hub)[bname]
     assert x["status"]["operationalStatus"] == "OK" and x["status"]["errorMessage"] == ""
     wait_for(lambda: hub.kubectl_json("-n", NS, "get", "agents")["items"], timeout=120, what="the Agent")
+
+
+def test_many_bmhs_with_few_bmc_calls_in_flight(hub_factory, tmp_path, sims):
+    """Ten BMHs applied at once with --bmc-max-in-flight 2: all are provisioned, and
+    never more than two Redfish requests were in flight (the hub's metrics say so)."""
+    from test_metrics import parse, scrape, value
+    hub = hub_factory(extra_args=["--bmc-max-in-flight", "2"])
+    ie = setup_infraenv(hub)
+    b = Bmc(tmp_path, hosts=10, args=["--bmh-namespace", NS, "--bmh-infraenv", ie["metadata"]["name"],
+                                      "--cacert", str(hub.ca_path), "--max-poll-seconds", "5"])
+    sims.append(b)
+    hub.kubectl("apply", "-f", str(b.manifests))
+
+    def done():
+        cur = bmhs(hub)
+        return len(cur) == 10 and all(state(x) == "provisioned" for x in cur.values())
+    wait_for(done, timeout=120, what="10 BMHs provisioned")
+    s = parse(scrape(hub))
+    assert 1 <= value(s, "agenthub_bmc_requests_in_flight_max") <= 2
+    # At least: register (system + media lookups) and provision (the live-ISO sequence) per host.
+    assert value(s, "agenthub_bmc_requests_total", result="ok") >= 10 * 8
+    assert value(s, "agenthub_bmc_requests_total", result="unreachable") == 0
