@@ -121,6 +121,7 @@ struct serve_opts {
 	size_t max_body;
 	size_t cache_bytes;
 	int verbose;
+	bool no_converged_flow;         /* --converged-flow=false */
 	const char *os_images;
 	const char *service_url;
 	const char *metrics_listen;
@@ -326,6 +327,9 @@ static void usage(FILE *f)
 		"  -v, --verbose         debug logging, and one line per request\n"
 		"  --max-connections N   connections served at once (default 16384); requests on\n"
 		"                        connections past it get 503 with Retry-After\n"
+		"  --converged-flow=true|false\n"
+		"                        the converged ZTP flow (upstream ALLOW_CONVERGED_FLOW):\n"
+		"                        the PreprovisioningImage controller runs (default true)\n"
 		"  --bmc-max-in-flight N Redfish requests to BareMetalHosts' BMCs in flight at once\n"
 		"                        (default 16; as many threads run BMC operations)\n"
 		"  --max-downloads N     image downloads in flight at once (default 1024); more get\n"
@@ -442,6 +446,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "request-timeout", required_argument, NULL, 'R' },
 		{ "bmc-max-in-flight", required_argument, NULL, 'K' },
+		{ "converged-flow", required_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -545,6 +550,16 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 			}
 			break;
 		}
+		case 'G':
+			if (strcmp(optarg, "true") == 0) {
+				o->no_converged_flow = false;
+			} else if (strcmp(optarg, "false") == 0) {
+				o->no_converged_flow = true;
+			} else {
+				fprintf(stderr, "agenthub: --converged-flow: expected true or false, got %s\n", optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'v': o->verbose = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default:
@@ -702,6 +717,7 @@ static int serve(int argc, char **argv)
 		hc.hub_ca_pem = creds.ca_pem;
 		hc.os_images_file = o.os_images;
 		hc.default_iso = iso;
+		hc.no_converged_flow = o.no_converged_flow;
 		hc.host_disconnect_timeout_s = o.timeouts.disconnect_s < INT_MAX ? (int)o.timeouts.disconnect_s : INT_MAX;
 		/* Before the hub starts its threads: they read it from then on. */
 		host_timeouts_configure(&o.timeouts);

@@ -111,8 +111,8 @@ struct hub {
 	struct rt_controller *c_infraenv, *c_agent, *c_cd, *c_aci;
 	const struct kube_kind *k_cd, *k_aci, *k_imageset;
 	/* BareMetalHosts (bmh.c, bmac.c); k_bmh NULL when the kind is absent. */
-	struct rt_controller *c_bmh, *c_bmac;
-	const struct kube_kind *k_bmh;
+	struct rt_controller *c_bmh, *c_bmac, *c_ppi;
+	const struct kube_kind *k_bmh, *k_ppi;
 	struct bmh_ctl *bmh_ctl;   /* bmh.c: the BMC job pool */
 
 	/* Remote OS image downloads (osimages.c). */
@@ -136,6 +136,8 @@ int hub_nmstate_register(struct hub *h);
  * (bmac.c); hub_bmh_stop() ends the BMC job threads (after rt_stop()). */
 int hub_bmh_register(struct hub *h);
 int hub_bmac_register(struct hub *h);
+/* The PreprovisioningImage controller (ppi.c), with the converged flow on. */
+int hub_ppi_register(struct hub *h);
 void hub_bmh_stop(struct hub *h);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */

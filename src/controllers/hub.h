@@ -25,6 +25,8 @@ struct hub_config {
 	const char *default_iso;       /* base ISO used when os_images_file is NULL */
 	int host_disconnect_timeout_s; /* default 180 */
 	int image_cooldown_s;          /* minimum seconds between regenerations, default 10 */
+	bool no_converged_flow;        /* --converged-flow=false (upstream ALLOW_CONVERGED_FLOW):
+					* no PreprovisioningImage controller */
 };
 
 struct hub;

@@ -300,3 +300,93 @@ def test_many_bmhs_with_few_bmc_calls_in_flight(hub_factory, tmp_path, sims):
     # At least: register (system + media lookups) and provision (the live-ISO sequence) per host.
     assert value(s, "agenthub_bmc_requests_total", result="ok") >= 10 * 8
     assert value(s, "agenthub_bmc_requests_total", result="unreachable") == 0
+
+
+def ppi_obj(name, bmh, infraenv=None, formats=("iso",), arch="x86_64"):
+    meta = {"name": name, "namespace": NS,
+            "ownerReferences": [{"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost", "controller": True,
+                                 "name": bmh["metadata"]["name"], "uid": bmh["metadata"]["uid"]}]}
+    if infraenv:
+        meta["labels"] = {"infraenvs.agent-install.openshift.io": infraenv}
+    return {"apiVersion": "metal3.io/v1alpha1", "kind": "PreprovisioningImage", "metadata": meta,
+            "spec": {"acceptFormats": list(formats), "architecture": arch}}
+
+
+def conds(ppi):
+    return {c["type"]: c for c in ppi.get("status", {}).get("conditions", [])}
+
+
+def test_preprovisioning_images_mirror_the_infraenv(ztp_hub, tmp_path):
+    """The PreprovisioningImage controller (converged flow): labelled PPIs get the
+    InfraEnv's ISO (or initrd + kernel + rootfs) and Ready/Error mirroring its
+    ImageCreated condition; the failure rows say why; unlabelled PPIs are not ours."""
+    hub = ztp_hub
+    ie = setup_infraenv(hub)
+    iename = ie["metadata"]["name"]
+    hub.apply_obj({"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+                   "metadata": {"name": "ppi-host", "namespace": NS},
+                   "spec": {"online": False, "bootMACAddress": "52:54:00:00:00:09", "automatedCleaningMode": "disabled",
+                            "bmc": {"address": "ipmi://192.0.2.1", "credentialsName": "none"}}})
+    bmh = hub.kubectl_json("-n", NS, "get", "bmh", "ppi-host")
+    hub.apply_obj(ppi_obj("iso", bmh, iename))
+    hub.apply_obj(ppi_obj("initrd", bmh, iename, formats=("initrd",)))
+    hub.apply_obj(ppi_obj("arm", bmh, iename, arch="aarch64"))
+    hub.apply_obj(ppi_obj("none", bmh, iename, formats=()))
+    hub.apply_obj(ppi_obj("noie", bmh, "no-such-infraenv"))
+    hub.apply_obj(ppi_obj("unlabelled", bmh))
+
+    def get(n):
+        return hub.kubectl_json("-n", NS, "get", "preprovisioningimage", n)
+
+    def ready(n, reason):
+        p = get(n)
+        return p if conds(p).get("Ready", {}).get("reason") == reason else None
+    p = wait_for(lambda: ready("iso", "InfraEnvAvailable"), timeout=30, what="the iso PPI Ready")
+    ie = hub.kubectl_json("-n", NS, "get", "infraenv", iename)
+    assert p["status"]["imageUrl"] == ie["status"]["isoDownloadURL"]
+    assert p["status"]["format"] == "iso" and p["status"]["architecture"] == "x86_64"
+    c = conds(p)
+    assert c["Ready"]["status"] == "True" and c["Ready"]["message"] == "InfraEnv is available: Image has been created"
+    assert c["Error"]["status"] == "False" and c["Ready"]["observedGeneration"] == p["metadata"]["generation"]
+    assert "preprovisioningimage.agent-install.openshift.io/ai-deprovision" in p["metadata"]["finalizers"]
+    assert p["metadata"]["labels"]["velero.io/exclude-from-backup"] == "true"
+
+    p = wait_for(lambda: ready("initrd", "InfraEnvAvailable"), timeout=30, what="the initrd PPI Ready")
+    ba = ie["status"]["bootArtifacts"]
+    assert p["status"]["format"] == "initrd"
+    assert p["status"]["imageUrl"] == ba["initrd"] and p["status"]["kernelUrl"] == ba["kernel"]
+    assert p["status"]["extraKernelParams"] == f"coreos.live.rootfs_url={ba['rootfs']} rd.bootif=0"
+
+    p = wait_for(lambda: ready("arm", "InfraEnvArchMismatch"), timeout=30, what="arch mismatch")
+    assert conds(p)["Error"]["status"] == "True" and "imageUrl" not in p["status"]
+    assert conds(p)["Ready"]["message"] == \
+        "PreprovisioningImage CPU architecture (arm64) does not match InfraEnv CPU architecture (x86_64)"
+    p = wait_for(lambda: ready("none", "UnsupportedImageFormat"), timeout=30, what="unsupported format")
+    assert conds(p)["Ready"]["message"] == "Unsupported image format"
+    p = wait_for(lambda: ready("noie", "InfraEnvNotAvailable"), timeout=30, what="no InfraEnv")
+    assert conds(p)["Ready"]["message"] == f"InfraEnv no-such-infraenv/{NS} is not found or is being deleted"
+    assert conds(p)["Error"]["status"] == "False"
+    p = get("unlabelled")
+    assert "status" not in p or not p["status"].get("conditions")
+    assert "finalizers" not in p["metadata"]
+    # Deleting: the BMH does no cleaning, so the finalizer goes at once.
+    hub.kubectl("-n", NS, "delete", "preprovisioningimage", "iso", "--timeout=30s")
+
+
+def test_converged_flow_off_leaves_ppis_alone(hub_factory):
+    hub = hub_factory(extra_args=["--converged-flow=false"])
+    ie = setup_infraenv(hub)
+    hub.apply_obj({"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+                   "metadata": {"name": "ppi-host", "namespace": NS},
+                   "spec": {"online": False, "bootMACAddress": "52:54:00:00:00:09",
+                            "bmc": {"address": "ipmi://192.0.2.1", "credentialsName": "none"}}})
+    bmh = hub.kubectl_json("-n", NS, "get", "bmh", "ppi-host")
+    hub.apply_obj(ppi_obj("iso", bmh, ie["metadata"]["name"]))
+    # The BMH controller has acted on the BMH meanwhile: the PPI had its chance.
+    wait_for(lambda: hub.kubectl_json("-n", NS, "get", "bmh", "ppi-host").get("status", {}).get("errorType"),
+             timeout=30, what="the BMH reconciled")
+    import time
+    time.sleep(2)
+    p = hub.kubectl_json("-n", NS, "get", "preprovisioningimage", "iso")
+    assert "status" not in p or not p["status"].get("conditions")
+    assert "finalizers" not in p["metadata"]
