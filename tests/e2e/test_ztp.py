@@ -108,6 +108,24 @@ def test_bmh_annotations_reach_the_agent(ztp_hub, tmp_path, sims):
     # The hostname from the annotation is the one the hardware details name.
     wait_for(lambda: bmhs(hub)[bname].get("status", {}).get("hardware", {}).get("hostname") == "ztp-host-0",
              timeout=60, what="status.hardware.hostname from the Agent's spec hostname")
+    # reboot.metal3.io on a provisioned host: rebooted through the BMC, the key removed.
+    boots = b.status("boots")
+    hub.kubectl("-n", NS, "annotate", "bmh", bname, "reboot.metal3.io=")
+    wait_for(lambda: "reboot.metal3.io" not in bmhs(hub)[bname]["metadata"].get("annotations", {}),
+             timeout=30, what="the reboot annotation consumed")
+    assert b.status("boots") == boots + 1
+    # online: false powers it off, true on again.
+    hub.kubectl("-n", NS, "patch", "bmh", bname, "--type=merge", "-p", '{"spec": {"online": false}}')
+    wait_for(lambda: bmhs(hub)[bname]["status"]["poweredOn"] is False, timeout=30, what="poweredOn false")
+    assert b.status("off") == 1
+    hub.kubectl("-n", NS, "patch", "bmh", bname, "--type=merge", "-p", '{"spec": {"online": true}}')
+    wait_for(lambda: bmhs(hub)[bname]["status"]["poweredOn"] is True, timeout=30, what="poweredOn true")
+    assert b.status("off") == 0 and state(bmhs(hub)[bname]) == "provisioned"
+    # Deleting the provisioned BMH: deprovisioned (powered off, media ejected), then
+    # its finalizers go.
+    hub.kubectl("-n", NS, "delete", "bmh", bname, "--timeout=60s", timeout=70)
+    assert bmhs(hub) == {}
+    assert b.status("off") == 1
 
 
 def test_wrong_password_is_a_registration_error(ztp_hub, tmp_path, sims):
