@@ -128,6 +128,77 @@ bool bmh_detached(const json_t *annotations, const char *state)
 	return force;
 }
 
+/* --- the state machine -------------------------------------------------------------- */
+
+static bool is(const char *a, const char *b)
+{
+	return strcmp(a, b) == 0;
+}
+
+/* spec.online and a reboot request, in a state where the host just runs. */
+static void power(const struct bmh_facts *f, struct bmh_step *ret)
+{
+	if (f->online && f->reboot)
+		ret->action = BMH_ACT_REBOOT;
+	else if (f->online && !f->powered_on)
+		ret->action = BMH_ACT_POWER_ON;
+	else if (!f->online && f->powered_on)
+		ret->action = BMH_ACT_POWER_OFF;
+}
+
+void bmh_step(const struct bmh_facts *f, struct bmh_step *ret)
+{
+	const char *st = f->state ? f->state : "";
+
+	memset(ret, 0, sizeof(*ret));
+	if (is(st, BMH_ST_NONE)) {
+		ret->next = f->deleting ? BMH_ST_DELETING : BMH_ST_REGISTERING;
+	} else if (is(st, BMH_ST_REGISTERING)) {
+		/* BMO: a host still registering is deleted at once. */
+		if (f->deleting) {
+			ret->next = BMH_ST_DELETING;
+		} else {
+			ret->action = BMH_ACT_REGISTER;
+			ret->then = BMH_ST_PREPARING;
+		}
+	} else if (is(st, BMH_ST_INSPECTING) || is(st, BMH_ST_PREPARING) || is(st, "match profile")) {
+		ret->next = f->deleting ? BMH_ST_POWERING_OFF_DELETE : BMH_ST_AVAILABLE;
+	} else if (is(st, BMH_ST_AVAILABLE) || is(st, BMH_ST_READY)) {
+		if (f->deleting)
+			ret->next = BMH_ST_POWERING_OFF_DELETE;
+		else if (f->online && f->image)
+			ret->next = BMH_ST_PROVISIONING;
+		else
+			power(f, ret);
+	} else if (is(st, BMH_ST_PROVISIONING)) {
+		if (f->deleting || !f->image || f->image_changed) {
+			ret->next = BMH_ST_DEPROVISIONING;
+		} else {
+			ret->action = BMH_ACT_PROVISION;
+			ret->then = BMH_ST_PROVISIONED;
+		}
+	} else if (is(st, BMH_ST_PROVISIONED)) {
+		if (f->deleting || !f->image || f->image_changed)
+			ret->next = BMH_ST_DEPROVISIONING;
+		else
+			power(f, ret);
+	} else if (is(st, BMH_ST_EXT_PROVISIONED)) {
+		if (f->deleting)
+			ret->next = BMH_ST_POWERING_OFF_DELETE;
+		else
+			power(f, ret);
+	} else if (is(st, BMH_ST_DEPROVISIONING)) {
+		ret->action = BMH_ACT_DEPROVISION;
+		ret->then = f->deleting ? BMH_ST_POWERING_OFF_DELETE : BMH_ST_AVAILABLE;
+	} else if (is(st, BMH_ST_POWERING_OFF_DELETE)) {
+		ret->action = BMH_ACT_POWER_OFF;
+		ret->then = BMH_ST_DELETING;
+	} else if (!is(st, BMH_ST_DELETING)) {
+		/* An unknown state (written by hand): start over. */
+		ret->next = f->deleting ? BMH_ST_DELETING : BMH_ST_REGISTERING;
+	}
+}
+
 /* --- hardwaredetails ---------------------------------------------------------- */
 
 /* Go's encoding/json string: HTML-safe (<, >, & escaped), U+2028/2029

@@ -65,6 +65,38 @@ bool bmh_detached(const json_t *annotations, const char *state);
  * inventory's).  *ret malloc'd, owned by the caller.  0 or -ENOMEM. */
 int bmh_hardware_details(const json_t *inventory, const char *hostname, char **ret);
 
+/* The state machine of a BareMetalHost that is neither detached nor paused
+ * (BMO's host_state_machine.go, for the live-ISO flow without inspection). */
+enum bmh_action {
+	BMH_ACT_NONE = 0,
+	BMH_ACT_REGISTER,     /* find the system on the BMC (credentials checked) */
+	BMH_ACT_PROVISION,    /* power off, eject, insert the image, boot Cd continuous, power on */
+	BMH_ACT_DEPROVISION,  /* power off, eject */
+	BMH_ACT_POWER_ON,
+	BMH_ACT_POWER_OFF,
+	BMH_ACT_REBOOT,
+};
+
+struct bmh_facts {
+	const char *state;    /* status.provisioning.state ("" when none) */
+	bool deleting;        /* deletionTimestamp set */
+	bool online;          /* spec.online */
+	bool powered_on;      /* status.poweredOn */
+	bool image;           /* spec.image.url set */
+	bool image_changed;   /* spec.image.url differs from status.provisioning.image.url */
+	bool reboot;          /* a reboot annotation that counts (bmh_reboot_requested()) */
+};
+
+/* What to do now: move to ret->next at once (NULL: stay), or run
+ * ret->action on the BMC and, when it succeeds, move to ret->then (NULL:
+ * stay).  Never both a move and an action. */
+struct bmh_step {
+	const char *next;
+	enum bmh_action action;
+	const char *then;
+};
+void bmh_step(const struct bmh_facts *f, struct bmh_step *ret);
+
 /* A Go-style float64 JSON number ("2400", "2400.5", "1e+21") into buf. */
 void bmh_go_float(double v, char *buf, size_t size);
 

@@ -38,24 +38,23 @@
 #define BMH_JOBS_MAX 100000
 #define BMH_RETRY_MS 5000               /* a failed BMC operation is tried again after this */
 
-enum bmc_op { OP_REGISTER = 1, OP_PROVISION, OP_DEPROVISION, OP_POWER_ON, OP_POWER_OFF, OP_REBOOT };
-
-static const char *op_name(enum bmc_op op)
+static const char *op_name(enum bmh_action op)
 {
 	switch (op) {
-	case OP_REGISTER: return "register";
-	case OP_PROVISION: return "provision";
-	case OP_DEPROVISION: return "deprovision";
-	case OP_POWER_ON: return "power on";
-	case OP_POWER_OFF: return "power off";
-	case OP_REBOOT: return "reboot";
+	case BMH_ACT_REGISTER: return "register";
+	case BMH_ACT_PROVISION: return "provision";
+	case BMH_ACT_DEPROVISION: return "deprovision";
+	case BMH_ACT_POWER_ON: return "power on";
+	case BMH_ACT_POWER_OFF: return "power off";
+	case BMH_ACT_REBOOT: return "reboot";
+	case BMH_ACT_NONE: break;
 	}
 	return "?";
 }
 
 struct bmc_job {
 	char ns[RT_NS_MAX + 1], name[RT_NAME_MAX + 1];
-	enum bmc_op op;
+	enum bmh_action op;
 	char *arg;            /* provision: the image URL; reboot: "hard" or "soft" */
 	char *boot_mode;      /* "UEFI" or "Legacy" */
 	char *user, *password;
@@ -108,9 +107,10 @@ static void job_run(struct bmc_job *j)
 	if (r == 0) {
 		j->powered_on = s.powered_on;
 		switch (j->op) {
-		case OP_REGISTER:
+		case BMH_ACT_NONE:
+		case BMH_ACT_REGISTER:
 			break;
-		case OP_PROVISION:
+		case BMH_ACT_PROVISION:
 			if (s.powered_on)
 				r = rf_reset(&j->conn, &s, "ForceOff", &err);
 			if (r == 0)
@@ -124,7 +124,7 @@ static void job_run(struct bmc_job *j)
 			if (r == 0)
 				j->powered_on = true;
 			break;
-		case OP_DEPROVISION:
+		case BMH_ACT_DEPROVISION:
 			if (s.powered_on)
 				r = rf_reset(&j->conn, &s, "ForceOff", &err);
 			if (r == 0 && *s.cd)
@@ -132,19 +132,19 @@ static void job_run(struct bmc_job *j)
 			if (r == 0)
 				j->powered_on = false;
 			break;
-		case OP_POWER_ON:
+		case BMH_ACT_POWER_ON:
 			if (!s.powered_on)
 				r = rf_reset(&j->conn, &s, "On", &err);
 			if (r == 0)
 				j->powered_on = true;
 			break;
-		case OP_POWER_OFF:
+		case BMH_ACT_POWER_OFF:
 			if (s.powered_on)
 				r = rf_reset(&j->conn, &s, "ForceOff", &err);
 			if (r == 0)
 				j->powered_on = false;
 			break;
-		case OP_REBOOT:
+		case BMH_ACT_REBOOT:
 			/* BMO: power off, then on again. */
 			if (s.powered_on)
 				r = rf_reset(&j->conn, &s,
@@ -192,7 +192,7 @@ static void *worker(void *ud)
 enum job_state { JOB_PENDING, JOB_DONE };
 
 struct job_req {
-	enum bmc_op op;
+	enum bmh_action op;
 	const char *arg, *boot_mode;
 	const char *user, *password;
 	const struct bmh_bmc *bmc;
@@ -481,7 +481,7 @@ struct pass {
 
 /* Run op on the BMC: true when it finished (its result in *ret).  An error
  * in building the request sets the BMH's error (type etype) and is retried. */
-static bool bmc_do(struct pass *p, enum bmc_op op, const char *arg, struct bmc_job *ret, const char *etype)
+static bool bmc_do(struct pass *p, enum bmh_action op, const char *arg, struct bmc_job *ret, const char *etype)
 {
 	const json_t *spec = json_object_get(p->bmh, "spec");
 	struct job_req q = { .op = op, .arg = arg, .bmc = &p->bmc, .user = p->user, .password = p->pass,
@@ -499,44 +499,6 @@ static bool bmc_do(struct pass *p, enum bmc_op op, const char *arg, struct bmc_j
 		p->requeue_ms = BMH_RETRY_MS;
 	}
 	return false;
-}
-
-/* The host's power to match spec.online (and a reboot annotation); true
- * when nothing was left to do. */
-static bool manage_power(struct pass *p, const char *state, bool *ret_drop_reboot)
-{
-	const json_t *spec = json_object_get(p->bmh, "spec");
-	const json_t *ann = json_object_get(json_object_get(p->bmh, "metadata"), "annotations");
-	bool online = json_is_true(json_object_get(spec, "online"));
-	bool on = json_is_true(json_object_get(p->status, "poweredOn")), hard = false;
-	struct bmc_job res;
-	enum bmc_op op = 0;
-	const char *arg = NULL;
-
-	*ret_drop_reboot = false;
-	if (online && bmh_reboot_requested(ann, state, &hard)) {
-		op = OP_REBOOT;
-		arg = hard ? "hard" : "soft";
-	} else if (online && !on) {
-		op = OP_POWER_ON;
-	} else if (!online && on) {
-		op = OP_POWER_OFF;
-	}
-	if (!op)
-		return true;
-	if (!bmc_do(p, op, arg, &res, "power management error"))
-		return false;
-	if (res.err < 0) {
-		set_error(p->status, "power management error", res.msg);
-		p->requeue_ms = BMH_RETRY_MS;
-		return false;
-	}
-	set_ok(p->status);
-	json_object_set_new(p->status, "poweredOn", json_boolean(res.powered_on));
-	/* BMO deletes the suffix-less key once done; suffixed ones stay
-	 * until their owner removes them. */
-	*ret_drop_reboot = op == OP_REBOOT && json_object_get(ann, BMH_ANN_REBOOT);
-	return true;
 }
 
 static const char *spec_image_url(const json_t *bmh)
@@ -640,78 +602,64 @@ static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_
 		p.have_creds = true;
 	}
 
-	if (state_is(state, BMH_ST_NONE)) {
-		set_state(status, deleting ? BMH_ST_DELETING : BMH_ST_REGISTERING);
-	} else if (state_is(state, BMH_ST_REGISTERING)) {
-		if (deleting) {
-			set_state(status, BMH_ST_DELETING);
-		} else if (bmc_do(&p, OP_REGISTER, NULL, &res, "registration error")) {
-			if (res.err < 0) {
-				set_error(status, "registration error", res.msg);
-				p.requeue_ms = BMH_RETRY_MS;
-			} else {
-				set_ok(status);
-				json_object_set_new(status, "poweredOn", json_boolean(res.powered_on));
-				json_object_set_new(status, "goodCredentials",
-						    json_pack("{s:{s:s,s:s}}", "credentials", "name",
-							      jstr(json_object_get(spec, "bmc"), "credentialsName"),
-							      "namespace", ns));
-				set_state(status, BMH_ST_PREPARING);
-			}
-		}
-	} else if (state_is(state, BMH_ST_INSPECTING) || state_is(state, BMH_ST_PREPARING)) {
-		set_state(status, deleting ? BMH_ST_POWERING_OFF_DELETE : BMH_ST_AVAILABLE);
-	} else if (state_is(state, BMH_ST_AVAILABLE) || state_is(state, BMH_ST_READY)) {
-		const char *url = spec_image_url(bmh);
-
-		if (deleting) {
-			set_state(status, BMH_ST_POWERING_OFF_DELETE);
-		} else if (json_is_true(json_object_get(spec, "online")) && url && *url) {
-			json_object_set(json_object_get(status, "provisioning"), "image", json_object_get(spec, "image"));
-			json_object_set_new(json_object_get(status, "provisioning"), "bootMode",
-					    json_string(jstr(spec, "bootMode") ? jstr(spec, "bootMode") : "UEFI"));
-			set_state(status, BMH_ST_PROVISIONING);
-		} else {
-			manage_power(&p, state, &drop_reboot);
-		}
-	} else if (state_is(state, BMH_ST_PROVISIONING)) {
+	{
 		const char *want = spec_image_url(bmh), *have = status_image_url(status);
+		struct bmh_facts f = {
+			.state = state,
+			.deleting = deleting,
+			.online = json_is_true(json_object_get(spec, "online")),
+			.powered_on = json_is_true(json_object_get(status, "poweredOn")),
+			.image = want && *want,
+			.image_changed = !same_str(want, have),
+		};
+		struct bmh_step step;
+		bool hard = false;
+		const char *etype;
+		char rmode[8];
 
-		if (deleting || !want || !same_str(want, have)) {
-			set_ok(status);
-			set_state(status, BMH_ST_DEPROVISIONING);
-		} else if (bmc_do(&p, OP_PROVISION, have, &res, "provisioning error")) {
-			if (res.err < 0) {
-				set_error(status, "provisioning error", res.msg);
-				p.requeue_ms = BMH_RETRY_MS;
-			} else {
-				set_ok(status);
-				json_object_set_new(status, "poweredOn", json_true());
-				set_state(status, BMH_ST_PROVISIONED);
+		f.reboot = bmh_reboot_requested(ann, state, &hard);
+		snprintf(rmode, sizeof(rmode), "%s", hard ? "hard" : "soft");
+		bmh_step(&f, &step);
+		if (step.next) {
+			if (strcmp(step.next, BMH_ST_PROVISIONING) == 0) {
+				/* What is provisioned: the image as it is now. */
+				json_object_set(json_object_get(status, "provisioning"), "image",
+						json_object_get(spec, "image"));
+				json_object_set_new(json_object_get(status, "provisioning"), "bootMode",
+						    json_string(jstr(spec, "bootMode") ? jstr(spec, "bootMode") : "UEFI"));
 			}
-		}
-	} else if (state_is(state, BMH_ST_PROVISIONED) || state_is(state, BMH_ST_EXT_PROVISIONED)) {
-		const char *want = spec_image_url(bmh), *have = status_image_url(status);
-
-		if (deleting || (state_is(state, BMH_ST_PROVISIONED) && !same_str(want, have)))
-			set_state(status, BMH_ST_DEPROVISIONING);
-		else
-			manage_power(&p, state, &drop_reboot);
-	} else if (state_is(state, BMH_ST_DEPROVISIONING) || state_is(state, BMH_ST_POWERING_OFF_DELETE)) {
-		bool dep = state_is(state, BMH_ST_DEPROVISIONING);
-
-		if (bmc_do(&p, dep ? OP_DEPROVISION : OP_POWER_OFF, NULL, &res,
-			   dep ? "provisioning error" : "power management error")) {
-			if (res.err < 0) {
-				set_error(status, dep ? "provisioning error" : "power management error", res.msg);
-				p.requeue_ms = BMH_RETRY_MS;
-			} else {
+			if (strcmp(step.next, BMH_ST_DEPROVISIONING) == 0)
 				set_ok(status);
-				json_object_set_new(status, "poweredOn", json_boolean(res.powered_on));
-				if (dep)
-					json_object_del(json_object_get(status, "provisioning"), "image");
-				set_state(status, !dep ? BMH_ST_DELETING
-						: deleting ? BMH_ST_POWERING_OFF_DELETE : BMH_ST_AVAILABLE);
+			set_state(status, step.next);
+		} else if (step.action) {
+			etype = step.action == BMH_ACT_REGISTER ? "registration error"
+				: step.action == BMH_ACT_PROVISION || step.action == BMH_ACT_DEPROVISION
+					? "provisioning error"
+					: "power management error";
+			if (bmc_do(&p, step.action,
+				   step.action == BMH_ACT_PROVISION ? have : step.action == BMH_ACT_REBOOT ? rmode : NULL,
+				   &res, etype)) {
+				if (res.err < 0) {
+					set_error(status, etype, res.msg);
+					p.requeue_ms = BMH_RETRY_MS;
+				} else {
+					set_ok(status);
+					json_object_set_new(status, "poweredOn", json_boolean(res.powered_on));
+					if (step.action == BMH_ACT_REGISTER)
+						json_object_set_new(
+							status, "goodCredentials",
+							json_pack("{s:{s:s,s:s}}", "credentials", "name",
+								  jstr(json_object_get(spec, "bmc"), "credentialsName"),
+								  "namespace", ns));
+					if (step.action == BMH_ACT_DEPROVISION)
+						json_object_del(json_object_get(status, "provisioning"), "image");
+					/* BMO deletes the suffix-less key once done;
+					 * suffixed ones stay until their owner removes them. */
+					if (step.action == BMH_ACT_REBOOT && json_object_get(ann, BMH_ANN_REBOOT))
+						drop_reboot = true;
+					if (step.then)
+						set_state(status, step.then);
+				}
 			}
 		}
 	}

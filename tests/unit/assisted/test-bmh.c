@@ -178,12 +178,88 @@ static void test_hardware_details_bytes(void **state)
 	json_decref(inv);
 }
 
+/* One row per transition of BMO's state machine the hub runs. */
+static void test_state_steps(void **state)
+{
+	static const struct {
+		struct bmh_facts f;
+		const char *next;
+		enum bmh_action action;
+		const char *then;
+	} rows[] = {
+		{ { .state = "" }, "registering", BMH_ACT_NONE, NULL },
+		{ { .state = "", .deleting = true }, "deleting", BMH_ACT_NONE, NULL },
+		{ { .state = "registering" }, NULL, BMH_ACT_REGISTER, "preparing" },
+		{ { .state = "registering", .deleting = true }, "deleting", BMH_ACT_NONE, NULL },
+		{ { .state = "inspecting" }, "available", BMH_ACT_NONE, NULL },
+		{ { .state = "preparing" }, "available", BMH_ACT_NONE, NULL },
+		{ { .state = "match profile" }, "available", BMH_ACT_NONE, NULL },
+		{ { .state = "preparing", .deleting = true }, "powering off before delete", BMH_ACT_NONE, NULL },
+		/* available: provisions only when online with an image */
+		{ { .state = "available", .online = true, .image = true }, "provisioning", BMH_ACT_NONE, NULL },
+		{ { .state = "ready", .online = true, .image = true }, "provisioning", BMH_ACT_NONE, NULL },
+		{ { .state = "available", .online = false, .image = true }, NULL, BMH_ACT_NONE, NULL },
+		{ { .state = "available", .online = false, .image = true, .powered_on = true }, NULL, BMH_ACT_POWER_OFF,
+		  NULL },
+		{ { .state = "available", .online = true }, NULL, BMH_ACT_POWER_ON, NULL },
+		{ { .state = "available", .online = true, .powered_on = true }, NULL, BMH_ACT_NONE, NULL },
+		{ { .state = "available", .online = true, .powered_on = true, .reboot = true }, NULL, BMH_ACT_REBOOT,
+		  NULL },
+		{ { .state = "available", .deleting = true, .online = true, .image = true }, "powering off before delete",
+		  BMH_ACT_NONE, NULL },
+		/* provisioning: the live-ISO deploy, unless the image moved */
+		{ { .state = "provisioning", .online = true, .image = true }, NULL, BMH_ACT_PROVISION, "provisioned" },
+		{ { .state = "provisioning", .image = true, .image_changed = true }, "deprovisioning", BMH_ACT_NONE, NULL },
+		{ { .state = "provisioning" }, "deprovisioning", BMH_ACT_NONE, NULL },
+		{ { .state = "provisioning", .image = true, .deleting = true }, "deprovisioning", BMH_ACT_NONE, NULL },
+		/* provisioned: image removed or changed deprovisions; else power */
+		{ { .state = "provisioned", .online = true, .image = true, .powered_on = true }, NULL, BMH_ACT_NONE, NULL },
+		{ { .state = "provisioned", .online = true, .image = false, .image_changed = true }, "deprovisioning",
+		  BMH_ACT_NONE, NULL },
+		{ { .state = "provisioned", .online = true, .image = true, .image_changed = true }, "deprovisioning",
+		  BMH_ACT_NONE, NULL },
+		{ { .state = "provisioned", .online = false, .image = true, .powered_on = true }, NULL, BMH_ACT_POWER_OFF,
+		  NULL },
+		{ { .state = "provisioned", .online = true, .image = true, .powered_on = true, .reboot = true }, NULL,
+		  BMH_ACT_REBOOT, NULL },
+		{ { .state = "provisioned", .online = false, .image = true, .reboot = true }, NULL, BMH_ACT_NONE, NULL },
+		{ { .state = "provisioned", .image = true, .deleting = true }, "deprovisioning", BMH_ACT_NONE, NULL },
+		{ { .state = "externally provisioned", .online = true }, NULL, BMH_ACT_POWER_ON, NULL },
+		{ { .state = "externally provisioned", .deleting = true }, "powering off before delete", BMH_ACT_NONE,
+		  NULL },
+		/* deprovisioning: back to available, or on to delete */
+		{ { .state = "deprovisioning" }, NULL, BMH_ACT_DEPROVISION, "available" },
+		{ { .state = "deprovisioning", .deleting = true }, NULL, BMH_ACT_DEPROVISION,
+		  "powering off before delete" },
+		{ { .state = "powering off before delete", .deleting = true }, NULL, BMH_ACT_POWER_OFF, "deleting" },
+		{ { .state = "deleting", .deleting = true }, NULL, BMH_ACT_NONE, NULL },
+		{ { .state = "bogus" }, "registering", BMH_ACT_NONE, NULL },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct bmh_step st;
+
+		bmh_step(&rows[i].f, &st);
+		if (rows[i].next)
+			assert_string_equal(st.next, rows[i].next);
+		else
+			assert_null(st.next);
+		assert_int_equal(st.action, rows[i].action);
+		if (rows[i].then)
+			assert_string_equal(st.then, rows[i].then);
+		else
+			assert_null(st.then);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bmc_address),    cmocka_unit_test(test_reboot_rules),
 		cmocka_unit_test(test_detached_rules), cmocka_unit_test(test_go_float),
-		cmocka_unit_test(test_hardware_details_bytes),
+		cmocka_unit_test(test_hardware_details_bytes), cmocka_unit_test(test_state_steps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
