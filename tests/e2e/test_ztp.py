@@ -8,6 +8,7 @@ import base64
 import json
 
 import pytest
+import yaml
 
 from conftest import wait_for
 from test_bmcsim import Bmc
@@ -88,13 +89,18 @@ def test_bmh_annotations_reach_the_agent(ztp_hub, tmp_path, sims):
     b = Bmc(tmp_path, hosts=1, args=["--bmh-namespace", NS, "--bmh-infraenv", name,
                                      "--cacert", str(hub.ca_path), "--max-poll-seconds", "2"])
     sims.append(b)
-    hub.kubectl("apply", "-f", str(b.manifests))
+    # The annotations are on the BMH from the start (as GitOps would write them):
+    # the hardware details are written once, from the first Agent seen.
+    docs = list(yaml.safe_load_all(b.manifests.read_text()))
+    for d in docs:
+        if d and d["kind"] == "BareMetalHost":
+            d["metadata"].setdefault("annotations", {}).update({
+                "bmac.agent-install.openshift.io/hostname": "ztp-host-0",
+                "bmac.agent-install.openshift.io/role": "master",
+                "bmac.agent-install.openshift.io/installer-args": '["--append-karg","nameserver=8.8.8.8"]',
+                "bmac.agent-install.openshift.io.agent-label.example.com/rack": "r1"})
+    hub.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
     bname = next(iter(bmhs(hub)))
-    hub.kubectl("-n", NS, "annotate", "bmh", bname,
-                "bmac.agent-install.openshift.io/hostname=ztp-host-0",
-                "bmac.agent-install.openshift.io/role=master",
-                'bmac.agent-install.openshift.io/installer-args=["--append-karg","nameserver=8.8.8.8"]',
-                "bmac.agent-install.openshift.io.agent-label.example.com/rack=r1")
 
     def agent():
         items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
@@ -108,6 +114,18 @@ def test_bmh_annotations_reach_the_agent(ztp_hub, tmp_path, sims):
     # The hostname from the annotation is the one the hardware details name.
     wait_for(lambda: bmhs(hub)[bname].get("status", {}).get("hardware", {}).get("hostname") == "ztp-host-0",
              timeout=60, what="status.hardware.hostname from the Agent's spec hostname")
+    # A bad annotation reaches the Agent as written and is refused there, on its
+    # SpecSynced condition, as if set on the Agent by hand.
+    hub.kubectl("-n", NS, "annotate", "--overwrite", "bmh", bname,
+                "bmac.agent-install.openshift.io/installer-args=not json")
+
+    def refused():
+        a = hub.kubectl_json("-n", NS, "get", "agents")["items"][0]
+        c = {c["type"]: c for c in a["status"].get("conditions", [])}.get("SpecSynced", {})
+        return c if c.get("status") == "False" else None
+    c = wait_for(refused, timeout=30, what="SpecSynced False for bad installer args")
+    assert c["reason"] == "InputError" and "Fail to unmarshal installer args" in c["message"]
+    hub.kubectl("-n", NS, "annotate", "bmh", bname, "bmac.agent-install.openshift.io/installer-args-")
     # reboot.metal3.io on a provisioned host: rebooted through the BMC, the key removed.
     boots = b.status("boots")
     hub.kubectl("-n", NS, "annotate", "bmh", bname, "reboot.metal3.io=")
