@@ -256,7 +256,7 @@ static int apply_edit(struct hub *h, const json_t *bmh, struct bmh_edit *e)
 }
 
 /* The Agent's spec and labels from the BMH (§A.6.6). */
-static int reconcile_agent(struct hub *h, const json_t *bmh, const json_t *agent)
+static int reconcile_agent(struct hub *h, const json_t *bmh, const json_t *agent, const json_t *ie)
 {
 	static const struct {
 		const char *ann, *field;
@@ -284,6 +284,32 @@ static int reconcile_agent(struct hub *h, const json_t *bmh, const json_t *agent
 	}
 	if (!json_is_true(json_object_get(aspec, "approved")))
 		json_object_set_new(spec, "approved", json_true());
+	/* cluster-reference "ns/name" binds the Agent (late binding: only
+	 * for an InfraEnv without clusterRef); empty unbinds it. */
+	{
+		const char *ref = jstr(ann, BMAC_PREFIX "cluster-reference"), *slash;
+		const json_t *cdn = json_object_get(aspec, "clusterDeploymentName");
+		bool ie_bound = json_is_object(json_object_get(json_object_get(ie, "spec"), "clusterRef"));
+
+		if (ref && *ref) {
+			slash = strchr(ref, '/');
+			if (ie_bound || !slash || slash == ref || !slash[1] || strchr(slash + 1, '/')) {
+				log_warn("bmac: baremetalhost %s/%s: annotation %scluster-reference %s",
+					 jstr(bmeta, "namespace"), jstr(bmeta, "name"), BMAC_PREFIX,
+					 ie_bound ? "is not allowed: the InfraEnv has a clusterRef"
+						  : "must be NAMESPACE/NAME");
+				r = -EINVAL;
+			} else if (!same_str_or_null(jstr(cdn, "name"), slash + 1) ||
+				   strlen(nz(jstr(cdn, "namespace"))) != (size_t)(slash - ref) ||
+				   strncmp(nz(jstr(cdn, "namespace")), ref, (size_t)(slash - ref)) != 0) {
+				json_object_set_new(spec, "clusterDeploymentName",
+						    json_pack("{s:s,s:s%}", "name", slash + 1, "namespace", ref,
+							      (size_t)(slash - ref)));
+			}
+		} else if (ref && json_is_object(cdn) && !ie_bound) {
+			json_object_set_new(spec, "clusterDeploymentName", json_null());
+		}
+	}
 	if (!same_str_or_null(jstr(alabels, AGENT_BMH_LABEL), jstr(bmeta, "name")))
 		json_object_set_new(labels, AGENT_BMH_LABEL, json_string(jstr(bmeta, "name")));
 	json_object_foreach((json_t *)ann, k, v) {
@@ -300,7 +326,7 @@ static int reconcile_agent(struct hub *h, const json_t *bmh, const json_t *agent
 		if (!json_equal(node_labels, json_object_get(aspec, "nodeLabels")))
 			json_object_set_new(spec, "nodeLabels", json_object_size(node_labels) ? json_incref(node_labels)
 										 : json_null());
-	if (json_object_size(spec) || json_object_size(labels)) {
+	if (r == 0 && (json_object_size(spec) || json_object_size(labels))) {
 		patch = json_pack("{s:{s:O,s:O}}", "metadata", "labels", labels, "resourceVersion",
 				  json_object_get(ameta, "resourceVersion"));
 		if (json_object_size(spec))
@@ -459,7 +485,7 @@ static int reconcile_bmac(struct hub *h, const char *ns, const char *name, int64
 	}
 
 	/* 9. The Agent's spec; 10. the hardware details. */
-	r = reconcile_agent(h, bmh, agent);
+	r = reconcile_agent(h, bmh, agent, ie);
 	if (r == 0 && json_array_size(json_object_get(json_object_get(json_object_get(agent, "status"), "inventory"),
 						      "interfaces")) > 0 &&
 	    !json_object_get(ann, BMH_ANN_HWDETAILS) &&

@@ -229,7 +229,7 @@ def test_late_binding_install_then_back_to_the_pool(hub_factory, tmp_path, sims)
     taken away, deprovisioned, provisioned again) and the Agent is known-unbound again,
     with nobody touching the BMC."""
     from test_install import SUBNET, setup_common
-    from test_latebinding import bind, late_binding_infraenv, sno, wait_bound_reason
+    from test_latebinding import late_binding_infraenv, sno, wait_bound_reason
 
     hub = hub_factory(extra_args=["--host-disconnect-timeout", "30s"])
     setup_common(hub)
@@ -248,8 +248,12 @@ def test_late_binding_install_then_back_to_the_pool(hub_factory, tmp_path, sims)
         return ok[0] if ok else None
     name = wait_for(pool, timeout=120, what="the pool's Agent, paired and approved")["metadata"]["name"]
     sno(hub)
-    bind(hub, name, "single-node")
+    # Bound the ZTP way: the BMH's cluster-reference annotation (BMAC sets the Agent's
+    # clusterDeploymentName).
+    hub.kubectl("-n", NS, "annotate", "bmh", bname, f"bmac.agent-install.openshift.io/cluster-reference={NS}/single-node")
     wait_bound_reason(hub, name, "Bound", timeout=90)
+    cdn = hub.kubectl_json("-n", NS, "get", "agent", name)["spec"]["clusterDeploymentName"]
+    assert cdn == {"name": "single-node", "namespace": NS}
     hub.kubectl("-n", NS, "wait", "--for=condition=Completed", "aci/test-agent-cluster-install",
                 "--timeout=180s", timeout=200)
     assert b.status("installed") == 1
@@ -265,6 +269,8 @@ def test_late_binding_install_then_back_to_the_pool(hub_factory, tmp_path, sims)
         == "provisioned"
     boots = b.status("boots")
 
+    # The cluster goes (and the reference with it, else BMAC binds the Agent again).
+    hub.kubectl("-n", NS, "annotate", "bmh", bname, "bmac.agent-install.openshift.io/cluster-reference-")
     hub.kubectl("-n", NS, "delete", "clusterdeployment", "single-node", "--timeout=60s", timeout=70)
     # UnbindingPendingUserAction lasts only until the hub reboots the host (a
     # few seconds): what shows it is the BMH taken through deprovisioning and the
