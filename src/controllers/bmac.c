@@ -404,8 +404,8 @@ static int reconcile_bmac(struct hub *h, const char *ns, const char *name, int64
 	if (ie && !same_str_or_null(jstr(labels, BACKUP_LABEL), "true"))
 		json_object_set_new(e.labels, BACKUP_LABEL, json_string("true"));
 	if (!has_str(json_object_get(meta, "finalizers"), BMAC_FINALIZER)) {
-		e.finalizers = json_deep_copy(json_is_array(json_object_get(meta, "finalizers"))
-						      ? json_object_get(meta, "finalizers") : json_array());
+		e.finalizers = json_is_array(json_object_get(meta, "finalizers"))
+				       ? json_deep_copy(json_object_get(meta, "finalizers")) : json_array();
 		json_array_append_new(e.finalizers, json_string(BMAC_FINALIZER));
 	}
 

@@ -209,8 +209,8 @@ static int reconcile_ppi(struct hub *h, const char *ns, const char *name, int64_
 	}
 	if (!has_str(json_object_get(meta, "finalizers"), PPI_FINALIZER) ||
 	    strcmp(nz(jstr(json_object_get(meta, "labels"), VELERO_LABEL)), "true") != 0) {
-		json_t *fins = json_deep_copy(json_is_array(json_object_get(meta, "finalizers"))
-						      ? json_object_get(meta, "finalizers") : json_array());
+		json_t *fins = json_is_array(json_object_get(meta, "finalizers"))
+				       ? json_deep_copy(json_object_get(meta, "finalizers")) : json_array();
 
 		if (!has_str(fins, PPI_FINALIZER))
 			json_array_append_new(fins, json_string(PPI_FINALIZER));
