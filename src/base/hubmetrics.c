@@ -595,3 +595,25 @@ void hm_image_bytes(const char *kind, size_t n)
 {
 	metric_add(&m_download_bytes, METRIC_VALUES(kind), (double)n);
 }
+
+/* ---- BMC (Redfish) requests ------------------------------------------------ */
+
+static struct metric m_bmc_requests = METRIC_COUNTER(
+	"agenthub_bmc_requests_total",
+	"Redfish requests sent to BareMetalHosts' BMCs (each try), by result (ok, error, unreachable).", l_result);
+static struct metric m_bmc_inflight = METRIC_GAUGE(
+	"agenthub_bmc_requests_in_flight", "Redfish requests to BMCs in flight now.", NULL);
+static struct metric m_bmc_inflight_max = METRIC_GAUGE(
+	"agenthub_bmc_requests_in_flight_max", "The most Redfish requests to BMCs in flight at once since start.",
+	NULL);
+
+void hm_bmc_request(const char *result)
+{
+	metric_inc(&m_bmc_requests, METRIC_VALUES(result));
+}
+
+void hm_bmc_in_flight(int now, int max_seen)
+{
+	metric_set(&m_bmc_inflight, NULL, now);
+	metric_set(&m_bmc_inflight_max, NULL, max_seen);
+}

@@ -112,5 +112,10 @@ void hm_directory_usage(const char *dir);
 void hm_image_download(const char *kind);
 /* n bytes of an image of that kind were sent. */
 void hm_image_bytes(const char *kind, size_t n);
+/* A Redfish request to a BMC ended (result "ok", "error": an HTTP error
+ * answer, "unreachable": no answer); the requests in flight now and the most
+ * seen at once. */
+void hm_bmc_request(const char *result);
+void hm_bmc_in_flight(int now, int max_seen);
 
 #endif

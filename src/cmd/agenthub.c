@@ -24,6 +24,7 @@
 #include "base/metrics.h"
 #include "controllers/evlimit.h"
 #include "controllers/hub.h"
+#include "controllers/redfish.h"
 #include "http/creds.h"
 #include "http/kubeapi.h"
 #include "http/server.h"
@@ -123,6 +124,7 @@ struct serve_opts {
 	size_t max_body;
 	size_t cache_bytes;
 	int verbose;
+	bool no_converged_flow;         /* --converged-flow=false */
 	const char *os_images;
 	const char *service_url;
 	const char *metrics_listen;
@@ -337,6 +339,11 @@ static void usage(FILE *f)
 		"  -v, --verbose         debug logging, and one line per request\n"
 		"  --max-connections N   connections served at once (default 16384); requests on\n"
 		"                        connections past it get 503 with Retry-After\n"
+		"  --converged-flow=true|false\n"
+		"                        the converged ZTP flow (upstream ALLOW_CONVERGED_FLOW):\n"
+		"                        the PreprovisioningImage controller runs (default true)\n"
+		"  --bmc-max-in-flight N Redfish requests to BareMetalHosts' BMCs in flight at once\n"
+		"                        (default 16; as many threads run BMC operations)\n"
 		"  --max-downloads N     image downloads in flight at once (default 1024); more get\n"
 		"                        503 with Retry-After\n"
 		"  --http-threads N      HTTP threads, each serving its share of the connections\n"
@@ -475,6 +482,8 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "http-threads", required_argument, NULL, 'H' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "request-timeout", required_argument, NULL, 'R' },
+		{ "bmc-max-in-flight", required_argument, NULL, 'K' },
+		{ "converged-flow", required_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -556,13 +565,14 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 			}
 			o->log_format = optarg;
 			break;
-		case 'C': case 'D': case 'H': case 'I': case 'R': {
+		case 'C': case 'D': case 'H': case 'I': case 'R': case 'K': {
 			static const struct { char c; const char *flag; unsigned min, max; } lim[] = {
 				{ 'C', "--max-connections", 1, 1000000 },
 				{ 'D', "--max-downloads", 1, 100000 },
 				{ 'H', "--http-threads", 1, 64 },
 				{ 'I', "--idle-timeout", 1, 86400 },
 				{ 'R', "--request-timeout", 1, 3600 },
+				{ 'K', "--bmc-max-in-flight", 1, 4096 },
 			};
 			unsigned long v;
 			size_t i;
@@ -581,10 +591,21 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 			case 'D': o->max_downloads = (unsigned)v; break;
 			case 'H': o->http_threads = (unsigned)v; break;
 			case 'I': o->idle_timeout = (unsigned)v; break;
+			case 'K': rf_set_max_in_flight((int)v); break;
 			default: o->request_timeout = (unsigned)v; break;
 			}
 			break;
 		}
+		case 'G':
+			if (strcmp(optarg, "true") == 0) {
+				o->no_converged_flow = false;
+			} else if (strcmp(optarg, "false") == 0) {
+				o->no_converged_flow = true;
+			} else {
+				fprintf(stderr, "agenthub: --converged-flow: expected true or false, got %s\n", optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'v': o->verbose = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default:
@@ -763,6 +784,7 @@ static int serve(int argc, char **argv)
 		hc.os_images_file = o.os_images;
 		hc.default_iso = iso;
 		hc.event_rate_limits = o.event_rate_limits;
+		hc.no_converged_flow = o.no_converged_flow;
 		hc.host_disconnect_timeout_s = o.timeouts.disconnect_s < INT_MAX ? (int)o.timeouts.disconnect_s : INT_MAX;
 		/* Replicas on one PostgreSQL database elect the one that runs the
 		 * controllers.  Identity: <hostname>_<id>, the id kept in

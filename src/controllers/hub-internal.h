@@ -95,6 +95,10 @@ struct hub {
 	struct hub_records *records;   /* the record garbage collectors (records.c) */
 	struct hub_spoke *spoke;       /* the SpokeCleanup controller's outcomes (spoke.c) */
 	const struct kube_kind *k_cd, *k_aci, *k_imageset;
+	/* BareMetalHosts (bmh.c, bmac.c); k_bmh NULL when the kind is absent. */
+	struct rt_controller *c_bmh, *c_bmac, *c_ppi;
+	const struct kube_kind *k_bmh, *k_ppi;
+	struct bmh_ctl *bmh_ctl;   /* bmh.c: the BMC job pool */
 
 	struct ev_limiter *ev_limiter; /* EVENT_RATE_LIMITS (events.c, evlimit.h) */
 };
@@ -107,6 +111,13 @@ struct hub {
 int hub_infraenv_register(struct hub *h);
 int hub_agent_register(struct hub *h);
 int hub_cluster_register(struct hub *h);
+/* The BareMetalHost controller (bmh.c) and the Bare Metal Agent Controller
+ * (bmac.c); hub_bmh_stop() ends the BMC job threads (after rt_stop()). */
+int hub_bmh_register(struct hub *h);
+int hub_bmac_register(struct hub *h);
+/* The PreprovisioningImage controller (ppi.c), with the converged flow on. */
+int hub_ppi_register(struct hub *h);
+void hub_bmh_stop(struct hub *h);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
 #define HUB_IDX_AGENT_TOKEN "ignitionTokenSecret" /* Agent -> "ns/name" of its token Secret */

@@ -385,6 +385,12 @@ static int start_controllers(struct hub *h)
 		r = hub_spoke_register(h);
 	if (r == 0)
 		r = hub_records_register(h);
+	if (r == 0)
+		r = hub_bmh_register(h);
+	if (r == 0)
+		r = hub_bmac_register(h);
+	if (r == 0)
+		r = hub_ppi_register(h);
 	/* Hosts that stopped polling are found by a sweep (agentapi.c). */
 	if (r == 0)
 		r = rt_ticker(h->rt, 1000, sweep_disconnected, h);
@@ -473,6 +479,8 @@ void hub_free(struct hub *h)
 	if (!h)
 		return;
 	leader_stop(h->leader);
+	rt_stop(h->rt);
+	hub_bmh_stop(h);
 	rt_free(h->rt);
 	hub_records_free(h);
 	hub_spoke_free(h);

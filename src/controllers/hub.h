@@ -31,6 +31,8 @@ struct hub_config {
 	 * (leader.h); the others serve the APIs.  identity names this one. */
 	bool leader_elect;
 	const char *leader_identity;
+	bool no_converged_flow;        /* --converged-flow=false (upstream ALLOW_CONVERGED_FLOW):
+					* no PreprovisioningImage controller */
 };
 
 struct hub;
