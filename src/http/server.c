@@ -28,7 +28,7 @@
 
 /* Per-connection buffer memory (MHD reads request headers into it and
  * writes response headers from it). */
-#define CONN_MEMORY (32 * 1024)
+#define CONN_MEMORY (16 * 1024)
 
 struct conn_ctx {
 	struct conn_ctx *prev, *next;
