@@ -29,6 +29,8 @@
 /* Per-connection buffer memory (MHD reads request headers into it and
  * writes response headers from it). */
 #define CONN_MEMORY (16 * 1024)
+/* The largest read of a download's stream (MHD's buffer for it). */
+#define DOWNLOAD_BLOCK (64 * 1024)
 
 struct conn_ctx {
 	struct conn_ctx *prev, *next;
@@ -425,6 +427,11 @@ enum http_result http_send(struct http_req *req, struct http_response *resp)
 				return HTTP_NO;
 		} else {
 			struct dl_stream *dl = malloc(sizeof(*dl));
+
+			/* MHD holds a buffer of this size per response: hundreds
+			 * of slow downloads must not each hold a large one. */
+			if (resp->block > DOWNLOAD_BLOCK)
+				resp->block = DOWNLOAD_BLOCK;
 
 			if (!dl) {
 				atomic_fetch_sub(&srv->ndownloads, 1);
