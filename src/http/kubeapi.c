@@ -52,10 +52,11 @@ struct kubeapi {
  * (an Agent with its inventory is ~11 KB of JSON).  Rows are prepared once per
  * object revision (kube/table.h) and kept here, keyed by kind, namespace and
  * name with the revision, columns and include they were made for; a list of
- * unchanged objects then only copies text.  Bounded: past ROW_CACHE_BYTES the
+ * unchanged objects then only copies text (an Agent's row is ~6 KB, its
+ * metadata with managedFields; 10,000 take ~60 MiB).  Bounded: past ROW_CACHE_BYTES the
  * whole cache is dropped and refills as lists run. */
 #define ROW_CACHE_BUCKETS 16384u
-#define ROW_CACHE_BYTES ((size_t)64 << 20)
+#define ROW_CACHE_BYTES ((size_t)128 << 20)
 
 struct row_entry {
 	struct row_entry *next;

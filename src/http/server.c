@@ -31,6 +31,8 @@
 #define CONN_MEMORY (16 * 1024)
 /* The largest read of a download's stream (MHD's buffer for it). */
 #define DOWNLOAD_BLOCK (64 * 1024)
+/* A download's socket send buffer (the kernel doubles it). */
+#define DOWNLOAD_SNDBUF (64 * 1024)
 
 struct conn_ctx {
 	struct conn_ctx *prev, *next;
@@ -432,6 +434,18 @@ enum http_result http_send(struct http_req *req, struct http_response *resp)
 			 * of slow downloads must not each hold a large one. */
 			if (resp->block > DOWNLOAD_BLOCK)
 				resp->block = DOWNLOAD_BLOCK;
+			/* A slow reader must drain the socket's send buffer before
+			 * the next write, and MHD counts a connection with no write
+			 * for its timeout as dead: with the kernel's autotuned
+			 * buffer (megabytes) a client reading 4 KiB/s had none for
+			 * minutes and was cut mid-download.  A bounded buffer keeps
+			 * the writes coming (and the memory small). */
+			if (req->conn_ctx && ((struct conn_ctx *)req->conn_ctx)->fd >= 0) {
+				int sz = DOWNLOAD_SNDBUF;
+
+				setsockopt(((struct conn_ctx *)req->conn_ctx)->fd, SOL_SOCKET, SO_SNDBUF, &sz,
+					   sizeof(sz));
+			}
 
 			if (!dl) {
 				atomic_fetch_sub(&srv->ndownloads, 1);
