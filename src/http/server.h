@@ -96,7 +96,7 @@ typedef enum http_result (*http_handler_fn)(void *userdata, struct http_req *req
 #define HTTP_DEFAULT_IDLE_TIMEOUT 120u     /* seconds; upstream agents poll every ~60 s */
 #define HTTP_DEFAULT_REQUEST_TIMEOUT 30u   /* seconds */
 #define HTTP_DEFAULT_WORKERS 16u           /* bulk lane */
-#define HTTP_DEFAULT_INTERACTIVE_WORKERS 6u
+#define HTTP_DEFAULT_INTERACTIVE_WORKERS 16u
 #define HTTP_BULK_NICE 10                  /* the bulk lane's nice, above the process's */
 
 struct http_server_opts {
