@@ -715,20 +715,28 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* The lane of req; NULL: answered on the pool thread itself (a read of the
+ * interactive kind: it never waits for a commit, and the hand-off to a worker
+ * would cost more than the answer). */
 static struct lane *lane_for(struct http_server *srv, const struct http_req *req)
 {
 	for (char **p = srv->bulk_prefixes; p && *p; p++)
 		if (req->path && strncmp(req->path, *p, strlen(*p)) == 0)
 			return &srv->lanes[LANE_BULK];
+	if (req->method && (!strcmp(req->method, "GET") || !strcmp(req->method, "HEAD")))
+		return NULL;
 	return &srv->lanes[LANE_INTERACTIVE];
 }
 
-/* Suspend req's connection and queue req to its lane: false when the lane
- * takes no more (the server stops; the caller answers inline). */
+/* Suspend req's connection and queue req to its lane: false when it has
+ * none or the lane takes no more (the server stops): the caller answers it
+ * inline. */
 static bool lane_push(struct http_server *srv, struct http_req *req)
 {
 	struct lane *l = lane_for(srv, req);
 
+	if (!l)
+		return false;
 	pthread_mutex_lock(&l->mu);
 	if (l->stop || !l->started) {
 		pthread_mutex_unlock(&l->mu);

@@ -12,8 +12,11 @@
  * two lanes keep one kind of traffic from queueing behind the other: paths
  * under opts->bulk_prefixes (the agent API and the image service: thousands
  * of hosts polling) go to the bulk lane, whose threads also run at a lower
- * CPU priority; everything else (the Kubernetes API that kubectl and the
- * controllers' clients use, health, metrics) to the interactive lane.  The
+ * CPU priority; other requests that may write (not GET or HEAD: the
+ * Kubernetes API's creates, updates, patches, deletes) to the interactive
+ * lane; other GET and HEAD requests (reads: they never wait for a commit,
+ * and the hand-off would cost more than most answers) run on the pool
+ * thread itself, so kubectl never queues behind agent polls.  The
  * number of threads is fixed (pool + workers + the sweeper), whatever the
  * number of connections.  The handler runs on the pool thread itself, as
  * before, for a body over the bound (req->too_big, at once) and while the
