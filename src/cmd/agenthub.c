@@ -247,6 +247,12 @@ static enum http_result route_metrics(void *cls, struct http_req *req)
 	return reply_metrics(app, req);
 }
 
+/* What a fleet of hosts polls (the agent API, the events URL, the image
+ * service): the server answers these on its bulk lane, so kubectl and the
+ * Kubernetes API never queue behind them (http/server.h, "Workers"). */
+static const char *const bulk_prefixes[] = { "/api/assisted-install/", "/images/", "/byapikey/",
+					     "/boot-artifacts/", NULL };
+
 static enum http_result handle(void *userdata, struct http_req *req)
 {
 	struct app *app = userdata;
@@ -855,6 +861,7 @@ static int serve(int argc, char **argv)
 	hso.threads = o.http_threads;
 	hso.idle_timeout = o.idle_timeout;
 	hso.request_timeout = o.request_timeout;
+	hso.bulk_prefixes = bulk_prefixes;
 	r = http_server_start(&hso, handle, &app, &srv, &err);
 	if (r < 0) {
 		log_error("%s", err.message);
@@ -862,7 +869,8 @@ static int serve(int argc, char **argv)
 	}
 	__atomic_store_n(&app.srv, srv, __ATOMIC_RELEASE);
 	if (o.metrics_listen) {
-		struct http_server_opts mo = { .listen = o.metrics_listen, .max_body = 1024, .max_conns = 64 };
+		struct http_server_opts mo = { .listen = o.metrics_listen, .max_body = 1024, .max_conns = 64,
+					       .threads = 2, .workers = 1, .interactive_workers = 1 };
 
 		r = http_server_start(&mo, handle_metrics_port, &app, &msrv, &err);
 		if (r < 0) {

@@ -44,7 +44,155 @@ struct kubeapi {
 	pthread_t waker;
 	bool waker_started;
 	atomic_bool waker_stop;
+	struct row_cache *rows;
 };
+
+/* --- prepared Table rows ------------------------------------------------------
+ * kubectl get asks for a Table; building a row means parsing the object
+ * (an Agent with its inventory is ~11 KB of JSON).  Rows are prepared once per
+ * object revision (kube/table.h) and kept here, keyed by kind, namespace and
+ * name with the revision, columns and include they were made for; a list of
+ * unchanged objects then only copies text (an Agent's row is ~6 KB, its
+ * metadata with managedFields; 10,000 take ~60 MiB).  Bounded: past ROW_CACHE_BYTES the
+ * whole cache is dropped and refills as lists run. */
+#define ROW_CACHE_BUCKETS 16384u
+#define ROW_CACHE_BYTES ((size_t)128 << 20)
+
+struct row_entry {
+	struct row_entry *next;
+	uint32_t hash;
+	int64_t rev;
+	const table_columns *tc;
+	enum table_include include;
+	table_row_prep *prep;
+	size_t bytes;
+	char key[];           /* store_key "\0" ns "\0" name */
+};
+
+struct row_cache {
+	pthread_mutex_t mu;
+	size_t bytes;
+	struct row_entry *b[ROW_CACHE_BUCKETS];
+};
+
+static uint32_t row_hash(const char *res, const char *ns, const char *name)
+{
+	uint32_t h = 2166136261u;
+	const char *parts[3] = { res, ns, name };
+
+	for (int i = 0; i < 3; i++) {
+		for (const char *c = parts[i]; *c; c++)
+			h = (h ^ (unsigned char)*c) * 16777619u;
+		h = (h ^ 0xff) * 16777619u;
+	}
+	return h;
+}
+
+static bool row_key_is(const struct row_entry *e, const char *res, const char *ns, const char *name)
+{
+	const char *k = e->key;
+
+	if (strcmp(k, res))
+		return false;
+	k += strlen(k) + 1;
+	if (strcmp(k, ns))
+		return false;
+	k += strlen(k) + 1;
+	return strcmp(k, name) == 0;
+}
+
+static void row_cache_clear(struct row_cache *rc)
+{
+	for (unsigned i = 0; i < ROW_CACHE_BUCKETS; i++) {
+		while (rc->b[i]) {
+			struct row_entry *e = rc->b[i];
+
+			rc->b[i] = e->next;
+			table_row_prep_free(e->prep);
+			free(e);
+		}
+	}
+	rc->bytes = 0;
+}
+
+static void row_cache_free(struct row_cache *rc)
+{
+	if (!rc)
+		return;
+	row_cache_clear(rc);
+	pthread_mutex_destroy(&rc->mu);
+	free(rc);
+}
+
+/* Append the row of so to out from the cache: 1 done, 0 not cached. */
+static int row_cache_emit(struct row_cache *rc, const char *res, const table_columns *tc,
+			  enum table_include include, const store_obj *so, time_t now, strbuf *out)
+{
+	uint32_t h = row_hash(res, so->ns, so->name);
+	int r = 0;
+
+	pthread_mutex_lock(&rc->mu);
+	for (struct row_entry *e = rc->b[h % ROW_CACHE_BUCKETS]; e; e = e->next) {
+		if (e->hash == h && e->rev == so->rev && e->tc == tc && e->include == include &&
+		    row_key_is(e, res, so->ns, so->name)) {
+			r = table_row_finish(tc, e->prep, now, out) < 0 ? -ENOMEM : 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&rc->mu);
+	return r;
+}
+
+/* Prepare the row of obj (so's parse), keep it, and append it to out: 1 done,
+ * 0 it cannot be prepared (the caller builds it as a JSON row). */
+static int row_cache_add_emit(struct row_cache *rc, const char *res, const table_columns *tc,
+			      enum table_include include, const store_obj *so, const json_t *obj,
+			      time_t now, strbuf *out)
+{
+	table_row_prep *p = table_row_prepare(tc, obj, include);
+	size_t lr = strlen(res) + 1, ln = strlen(so->ns) + 1, lm = strlen(so->name) + 1;
+	uint32_t h = row_hash(res, so->ns, so->name);
+	struct row_entry *e, **pp;
+	int r;
+
+	if (!p)
+		return 0;
+	r = table_row_finish(tc, p, now, out) < 0 ? -ENOMEM : 1;
+	e = malloc(sizeof(*e) + lr + ln + lm);
+	if (!e) {
+		table_row_prep_free(p);
+		return r;
+	}
+	e->hash = h;
+	e->rev = so->rev;
+	e->tc = tc;
+	e->include = include;
+	e->prep = p;
+	e->bytes = sizeof(*e) + lr + ln + lm + table_row_prep_bytes(p);
+	memcpy(e->key, res, lr);
+	memcpy(e->key + lr, so->ns, ln);
+	memcpy(e->key + lr + ln, so->name, lm);
+	pthread_mutex_lock(&rc->mu);
+	/* One entry per key: an older revision's goes. */
+	for (pp = &rc->b[h % ROW_CACHE_BUCKETS]; *pp; pp = &(*pp)->next) {
+		struct row_entry *o = *pp;
+
+		if (o->hash == h && row_key_is(o, res, so->ns, so->name)) {
+			*pp = o->next;
+			rc->bytes -= o->bytes;
+			table_row_prep_free(o->prep);
+			free(o);
+			break;
+		}
+	}
+	if (rc->bytes + e->bytes > ROW_CACHE_BYTES)
+		row_cache_clear(rc);
+	e->next = rc->b[h % ROW_CACHE_BUCKETS];
+	rc->b[h % ROW_CACHE_BUCKETS] = e;
+	rc->bytes += e->bytes;
+	pthread_mutex_unlock(&rc->mu);
+	return r;
+}
 
 /* Watches wait suspended (no thread each); this thread wakes them when the
  * store's revision moves. */
@@ -75,10 +223,14 @@ int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct ku
 	ka->reg = kube_api_registry(api);
 	ka->opts = *opts;
 	ka->tokens = auth_cache_new();
-	if (!ka->tokens) {
+	ka->rows = calloc(1, sizeof(*ka->rows));
+	if (!ka->tokens || !ka->rows) {
+		auth_cache_free(ka->tokens);
+		free(ka->rows);
 		free(ka);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&ka->rows->mu, NULL);
 	{
 		ah_err err;
 		int r = rbac_new(api, &ka->rbac, &err);
@@ -94,6 +246,9 @@ int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct ku
 	if (!ka->opts.max_watch_seconds)
 		ka->opts.max_watch_seconds = 1800;
 	if (pthread_create(&ka->waker, NULL, waker_main, ka) != 0) {
+		row_cache_free(ka->rows);
+		rbac_free(ka->rbac);
+		auth_cache_free(ka->tokens);
 		free(ka);
 		return -EAGAIN;
 	}
@@ -114,6 +269,7 @@ void kubeapi_free(struct kubeapi *ka)
 	free(ka->openapi_index);
 	rbac_free(ka->rbac);
 	auth_cache_free(ka->tokens);
+	row_cache_free(ka->rows);
 	free(ka);
 }
 
@@ -1152,6 +1308,7 @@ static int parse_opts(struct http_req *req, struct kube_opts *o, ah_err *err)
 
 struct list_ctx {
 	struct http_req *req;
+	struct row_cache *cache; /* set: Table rows go to out as text */
 	const struct kube_kind *k;
 	label_selector *ls;
 	field_selector *fs;
@@ -1166,6 +1323,14 @@ struct list_ctx {
 	int err;
 };
 
+static void out_truncate(strbuf *sb, size_t len)
+{
+	if (sb->buf && len < sb->len) {
+		sb->len = len;
+		sb->buf[len] = '\0';
+	}
+}
+
 static int list_visit(const store_obj *so, void *userdata)
 {
 	struct list_ctx *lc = userdata;
@@ -1174,6 +1339,21 @@ static int list_visit(const store_obj *so, void *userdata)
 	if (lc->limit && lc->count == lc->limit) {
 		lc->more = true;
 		return 1;
+	}
+	if (lc->cache && !lc->ls && !lc->fs) {
+		size_t mark = lc->out.len;
+		int r;
+
+		if (lc->count)
+			strbuf_addch(&lc->out, ',');
+		r = row_cache_emit(lc->cache, lc->k->store_key, lc->k->columns, lc->include, so, lc->now, &lc->out);
+		if (r > 0)
+			goto counted;
+		out_truncate(&lc->out, mark);
+		if (r < 0) {
+			lc->err = r;
+			return r;
+		}
 	}
 	if (lc->ls || lc->fs || lc->table) {
 		obj = json_loadb(so->json, so->len, 0, NULL);
@@ -1188,7 +1368,30 @@ static int list_visit(const store_obj *so, void *userdata)
 			return 0;
 		}
 	}
-	if (lc->table) {
+	if (lc->cache) {
+		size_t mark = lc->out.len;
+		int r = 0;
+
+		if (lc->count)
+			strbuf_addch(&lc->out, ',');
+		r = row_cache_add_emit(lc->cache, lc->k->store_key, lc->k->columns, lc->include, so, obj, lc->now,
+				       &lc->out);
+		if (r == 0) {
+			/* Not preparable: the row built as JSON, as text. */
+			json_t *row = table_row(lc->k->columns, obj, lc->include, lc->now);
+			char *txt = row ? json_dumps(row, JSON_COMPACT) : NULL;
+
+			json_decref(row);
+			r = txt && strbuf_adds(&lc->out, txt) >= 0 ? 1 : -ENOMEM;
+			free(txt);
+		}
+		if (r < 0) {
+			out_truncate(&lc->out, mark);
+			json_decref(obj);
+			lc->err = r;
+			return r;
+		}
+	} else if (lc->table) {
 		json_array_append_new(lc->rows, table_row(lc->k->columns, obj, lc->include, lc->now));
 	} else if (lc->k->stored_as) {
 		size_t clen = 0;
@@ -1217,6 +1420,7 @@ static int list_visit(const store_obj *so, void *userdata)
 		}
 	}
 	json_decref(obj);
+counted:
 	lc->count++;
 	snprintf(lc->last_ns, sizeof(lc->last_ns), "%s", so->ns);
 	snprintf(lc->last_name, sizeof(lc->last_name), "%s", so->name);
@@ -1286,6 +1490,8 @@ static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, co
 	lc.table = wants_table(req);
 	lc.include = table_include_param(req);
 	lc.now = time(NULL);
+	if (lc.table)
+		lc.cache = ka->rows;
 	lc.rows = json_array();
 	strbuf_init(&lc.out, 0);
 	r = store_list(kube_api_store(ka->api), t->k->store_key, t->ns[0] ? t->ns : NULL,
@@ -1304,6 +1510,35 @@ static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, co
 		size_t len;
 		char *body;
 
+		if (lc.table && lc.cache) {
+			/* The Table as text, in the order table_row's JSON would give. */
+			json_t *defs = table_column_definitions(t->k->columns);
+			char *dtxt = defs ? json_dumps(defs, JSON_COMPACT) : NULL;
+
+			json_decref(defs);
+			json_decref(lc.rows);
+			strbuf_grow(&sb, lc.out.len + 1024);
+			strbuf_addf(&sb, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":"
+				    "{\"resourceVersion\":\"%lld\"", (long long)rev);
+			if (tok) {
+				strbuf_adds(&sb, ",\"continue\":\"");
+				strbuf_add_json_escaped(&sb, tok);
+				strbuf_addch(&sb, '"');
+			}
+			free(tok);
+			strbuf_adds(&sb, "},\"columnDefinitions\":");
+			strbuf_adds(&sb, dtxt ? dtxt : "[]");
+			free(dtxt);
+			strbuf_adds(&sb, ",\"rows\":[");
+			if (lc.out.len)
+				strbuf_add(&sb, lc.out.buf, lc.out.len);
+			strbuf_adds(&sb, "]}");
+			strbuf_release(&lc.out);
+			body = strbuf_detach(&sb, &len);
+			if (!body)
+				return HTTP_NO;
+			return http_reply_owned(req, 200, "application/json", body, len);
+		}
 		if (lc.table) {
 			json_t *tbl = json_pack("{s:s,s:s,s:{s:s+},s:o,s:o}", "kind", "Table", "apiVersion",
 						"meta.k8s.io/v1", "metadata", "resourceVersion", "", "",

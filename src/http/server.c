@@ -19,6 +19,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,7 +28,11 @@
 
 /* Per-connection buffer memory (MHD reads request headers into it and
  * writes response headers from it). */
-#define CONN_MEMORY (32 * 1024)
+#define CONN_MEMORY (16 * 1024)
+/* The largest read of a download's stream (MHD's buffer for it). */
+#define DOWNLOAD_BLOCK (64 * 1024)
+/* A download's socket send buffer (the kernel doubles it). */
+#define DOWNLOAD_SNDBUF (64 * 1024)
 
 struct conn_ctx {
 	struct conn_ctx *prev, *next;
@@ -36,8 +41,26 @@ struct conn_ctx {
 	bool cut;                     /* shut down by the sweeper */
 };
 
+/* A lane: a FIFO of requests and the worker threads that answer them. */
+struct lane {
+	struct http_server *srv;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct http_req *head, *tail;
+	unsigned queued;
+	bool stop;       /* no more pushes; the workers drain and end */
+	int nice_delta;
+	unsigned n;
+	pthread_t *threads;
+	unsigned started;
+};
+
+enum { LANE_INTERACTIVE, LANE_BULK, LANES };
+
 struct http_server {
 	struct MHD_Daemon *d;
+	struct lane lanes[LANES];
+	char **bulk_prefixes;
 	http_handler_fn handler;
 	void *userdata;
 	size_t max_body;
@@ -388,11 +411,11 @@ static struct http_response *busy_response(struct http_req *req, const char *wha
 	return resp;
 }
 
+static enum http_result queue_response(struct http_req *req, struct http_response *resp);
+
 enum http_result http_send(struct http_req *req, struct http_response *resp)
 {
 	struct http_server *srv = req->server;
-	struct MHD_Response *mr;
-	enum MHD_Result r;
 
 	if (!resp)
 		return HTTP_NO;
@@ -406,6 +429,23 @@ enum http_result http_send(struct http_req *req, struct http_response *resp)
 				return HTTP_NO;
 		} else {
 			struct dl_stream *dl = malloc(sizeof(*dl));
+
+			/* MHD holds a buffer of this size per response: hundreds
+			 * of slow downloads must not each hold a large one. */
+			if (resp->block > DOWNLOAD_BLOCK)
+				resp->block = DOWNLOAD_BLOCK;
+			/* A slow reader must drain the socket's send buffer before
+			 * the next write, and MHD counts a connection with no write
+			 * for its timeout as dead: with the kernel's autotuned
+			 * buffer (megabytes) a client reading 4 KiB/s had none for
+			 * minutes and was cut mid-download.  A bounded buffer keeps
+			 * the writes coming (and the memory small). */
+			if (req->conn_ctx && ((struct conn_ctx *)req->conn_ctx)->fd >= 0) {
+				int sz = DOWNLOAD_SNDBUF;
+
+				setsockopt(((struct conn_ctx *)req->conn_ctx)->fd, SOL_SOCKET, SO_SNDBUF, &sz,
+					   sizeof(sz));
+			}
 
 			if (!dl) {
 				atomic_fetch_sub(&srv->ndownloads, 1);
@@ -432,6 +472,24 @@ enum http_result http_send(struct http_req *req, struct http_response *resp)
 		req->response = resp;
 		return HTTP_YES;
 	}
+	if (req->deferred) {
+		/* On a worker: the pool thread queues it once resumed. */
+		if (req->pending) {
+			http_response_free(resp);
+			return HTTP_NO;
+		}
+		req->pending = resp;
+		return HTTP_YES;
+	}
+	return queue_response(req, resp);
+}
+
+/* Hand resp to MHD on req's connection (a pool thread); consumes resp. */
+static enum http_result queue_response(struct http_req *req, struct http_response *resp)
+{
+	struct MHD_Response *mr;
+	enum MHD_Result r;
+
 	if (resp->read) {
 		mr = MHD_create_response_from_callback(resp->size, resp->block, resp->read, resp->cls,
 						       resp->free_cls);
@@ -614,6 +672,176 @@ static void *sweeper_main(void *arg)
 	return NULL;
 }
 
+/* --- workers ------------------------------------------------------------- */
+
+static void *worker_main(void *arg)
+{
+	struct lane *l = arg;
+	struct http_server *srv = l->srv;
+
+	pthread_setname_np(pthread_self(), l == &srv->lanes[LANE_BULK] ? "ah-http-bulk" : "ah-http-kube");
+	if (l->nice_delta) {
+		/* Linux: a thread's own nice value (lowering it needs no privilege). */
+		pid_t tid = (pid_t)syscall(SYS_gettid);
+
+		errno = 0;
+		int cur = getpriority(PRIO_PROCESS, (id_t)tid);
+
+		if (errno == 0)
+			setpriority(PRIO_PROCESS, (id_t)tid, cur + l->nice_delta);
+	}
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		struct http_req *req;
+
+		while (!l->head && !l->stop)
+			pthread_cond_wait(&l->cv, &l->mu);
+		if (!l->head)
+			break; /* stopping and drained */
+		req = l->head;
+		l->head = req->lane_next;
+		if (!l->head)
+			l->tail = NULL;
+		l->queued--;
+		pthread_mutex_unlock(&l->mu);
+		req->lane_next = NULL;
+		req->result = srv->handler(srv->userdata, req);
+		req->answered = true;
+		/* The pool thread takes it from here (on_request again). */
+		MHD_resume_connection(req->conn);
+		pthread_mutex_lock(&l->mu);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+/* The lane of req; NULL: answered on the pool thread itself (a read of the
+ * interactive kind: it never waits for a commit, and the hand-off to a worker
+ * would cost more than the answer). */
+static struct lane *lane_for(struct http_server *srv, const struct http_req *req)
+{
+	for (char **p = srv->bulk_prefixes; p && *p; p++)
+		if (req->path && strncmp(req->path, *p, strlen(*p)) == 0)
+			return &srv->lanes[LANE_BULK];
+	if (req->method && (!strcmp(req->method, "GET") || !strcmp(req->method, "HEAD")))
+		return NULL;
+	return &srv->lanes[LANE_INTERACTIVE];
+}
+
+/* Suspend req's connection and queue req to its lane: false when it has
+ * none or the lane takes no more (the server stops): the caller answers it
+ * inline. */
+static bool lane_push(struct http_server *srv, struct http_req *req)
+{
+	struct lane *l = lane_for(srv, req);
+
+	if (!l)
+		return false;
+	pthread_mutex_lock(&l->mu);
+	if (l->stop || !l->started) {
+		pthread_mutex_unlock(&l->mu);
+		return false;
+	}
+	req->deferred = true;
+	MHD_suspend_connection(req->conn);
+	req->lane_next = NULL;
+	if (l->tail)
+		l->tail->lane_next = req;
+	else
+		l->head = req;
+	l->tail = req;
+	l->queued++;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	return true;
+}
+
+static void lanes_stop(struct http_server *srv)
+{
+	for (int i = 0; i < LANES; i++) {
+		struct lane *l = &srv->lanes[i];
+
+		pthread_mutex_lock(&l->mu);
+		l->stop = true;
+		pthread_cond_broadcast(&l->cv);
+		pthread_mutex_unlock(&l->mu);
+		for (unsigned t = 0; t < l->started; t++)
+			pthread_join(l->threads[t], NULL);
+		l->started = 0;
+	}
+}
+
+static void lanes_free(struct http_server *srv)
+{
+	for (int i = 0; i < LANES; i++) {
+		free(srv->lanes[i].threads);
+		pthread_mutex_destroy(&srv->lanes[i].mu);
+		pthread_cond_destroy(&srv->lanes[i].cv);
+	}
+	for (char **p = srv->bulk_prefixes; p && *p; p++)
+		free(*p);
+	free(srv->bulk_prefixes);
+}
+
+static int lanes_init(struct http_server *srv, const struct http_server_opts *opts)
+{
+	const unsigned n[LANES] = {
+		[LANE_INTERACTIVE] = opts->interactive_workers ? opts->interactive_workers
+							       : HTTP_DEFAULT_INTERACTIVE_WORKERS,
+		[LANE_BULK] = opts->workers ? opts->workers : HTTP_DEFAULT_WORKERS,
+	};
+	size_t np = 0;
+
+	for (int i = 0; i < LANES; i++) {
+		struct lane *l = &srv->lanes[i];
+
+		l->srv = srv;
+		pthread_mutex_init(&l->mu, NULL);
+		pthread_cond_init(&l->cv, NULL);
+		l->n = n[i];
+		l->nice_delta = i == LANE_BULK ? HTTP_BULK_NICE : 0;
+		l->threads = calloc(l->n, sizeof(*l->threads));
+		if (!l->threads)
+			return -ENOMEM;
+	}
+	while (opts->bulk_prefixes && opts->bulk_prefixes[np])
+		np++;
+	srv->bulk_prefixes = calloc(np + 1, sizeof(*srv->bulk_prefixes));
+	if (!srv->bulk_prefixes)
+		return -ENOMEM;
+	for (size_t i = 0; i < np; i++)
+		if (!(srv->bulk_prefixes[i] = strdup(opts->bulk_prefixes[i])))
+			return -ENOMEM;
+	return 0;
+}
+
+/* Start the workers (after MHD: they resume its connections). */
+static void lanes_start(struct http_server *srv)
+{
+	for (int i = 0; i < LANES; i++) {
+		struct lane *l = &srv->lanes[i];
+
+		pthread_mutex_lock(&l->mu);
+		for (unsigned t = 0; t < l->n; t++) {
+			if (pthread_create(&l->threads[t], NULL, worker_main, l) != 0)
+				break;
+			l->started++;
+		}
+		pthread_mutex_unlock(&l->mu);
+		if (l->started < l->n)
+			log_warn("http: %u of %u %s workers started", l->started, l->n,
+				 i == LANE_BULK ? "bulk" : "interactive");
+	}
+}
+
+/* Run the handler: on a worker, or here when the lanes take no more. */
+static enum MHD_Result run_handler(struct http_server *srv, struct http_req *req)
+{
+	if (lane_push(srv, req))
+		return MHD_YES;
+	return srv->handler(srv->userdata, req) == HTTP_YES ? MHD_YES : MHD_NO;
+}
+
 static bool declared_too_big(struct http_req *req, size_t max)
 {
 	const char *cl = http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -636,6 +864,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct http_req *req = *con_cls;
 
 	(void)version;
+	if (req && req->answered) {
+		/* Resumed: the worker ran the handler; send what it queued. */
+		struct http_response *resp = req->pending;
+
+		req->pending = NULL;
+		req->answered = false;
+		req->deferred = false;
+		if (!resp)
+			return MHD_NO;
+		if (req->result != HTTP_YES) {
+			http_response_free(resp);
+			return MHD_NO;
+		}
+		return queue_response(req, resp) == HTTP_YES ? MHD_YES : MHD_NO;
+	}
+	if (req && req->deferred)
+		return MHD_YES; /* not expected: suspended while a worker has it */
 	if (!req) {
 		req = calloc(1, sizeof(*req));
 		if (!req)
@@ -676,7 +921,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	set_deadline(req->conn_ctx, 0);
-	return srv->handler(srv->userdata, req) == HTTP_YES ? MHD_YES : MHD_NO;
+	return run_handler(srv, req);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -693,6 +938,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		if (req->suspended)
 			wait_unlink(req);
 		pthread_mutex_unlock(&wait_lock);
+		http_response_free(req->pending);
 		strbuf_release(&req->body);
 		free(req);
 		*con_cls = NULL;
@@ -870,6 +1116,14 @@ int http_server_start(const struct http_server_opts *opts, http_handler_fn handl
 		srv->cert = strdup(opts->cert_pem);
 		srv->key = strdup(opts->key_pem);
 	}
+	if (lanes_init(srv, opts) < 0) {
+		close(lfd);
+		lanes_free(srv);
+		free(srv->cert);
+		free(srv->key);
+		free(srv);
+		return ah_err_set(err, ENOMEM, 0, "", "cannot serve on %s: out of memory", opts->listen);
+	}
 	pthread_mutex_init(&srv->conn_lock, NULL);
 	pthread_mutex_init(&srv->sweep_lock, NULL);
 	{
@@ -903,19 +1157,21 @@ int http_server_start(const struct http_server_opts *opts, http_handler_fn handl
 		pthread_mutex_destroy(&srv->conn_lock);
 		pthread_mutex_destroy(&srv->sweep_lock);
 		pthread_cond_destroy(&srv->sweep_cond);
+		lanes_free(srv);
 		free(srv->cert);
 		free(srv->key);
 		free(srv);
 		return ah_err_set(err, EIO, 0, "", "cannot serve on %s: the HTTP server did not start (see the log above)",
 				  opts->listen);
 	}
+	lanes_start(srv);
 	if (pthread_create(&srv->sweeper, NULL, sweeper_main, srv) == 0)
 		srv->sweeper_started = true;
 	else
 		log_warn("http: no sweeper thread: request and idle timeouts are MHD's inactivity timeout only");
-	log_info("http: %u threads, up to %u connections (%u before 503), %u downloads, idle timeout %llds, "
-		 "request timeout %llds, open file limit %llu",
-		 threads, hard, srv->max_conns, srv->max_downloads, (long long)(srv->idle_ms / 1000),
+	log_info("http: %u threads, %u+%u workers, up to %u connections (%u before 503), %u downloads, "
+		 "idle timeout %llds, request timeout %llds, open file limit %llu",
+		 threads, srv->lanes[LANE_INTERACTIVE].started, srv->lanes[LANE_BULK].started, hard, srv->max_conns, srv->max_downloads, (long long)(srv->idle_ms / 1000),
 		 (long long)(srv->request_ms / 1000), (unsigned long long)nofile);
 	*ret = srv;
 	return 0;
@@ -937,6 +1193,11 @@ void http_server_stats(struct http_server *srv, struct http_server_stats *ret)
 	ret->refused_conns = atomic_load(&srv->refused_conns);
 	ret->refused_downloads = atomic_load(&srv->refused_downloads);
 	ret->timed_out = atomic_load(&srv->timed_out);
+	for (int i = 0; i < LANES; i++) {
+		pthread_mutex_lock(&srv->lanes[i].mu);
+		ret->queued[i] = srv->lanes[i].queued;
+		pthread_mutex_unlock(&srv->lanes[i].mu);
+	}
 }
 
 unsigned http_server_connections(struct http_server *srv)
@@ -956,6 +1217,9 @@ void http_server_stop(struct http_server *srv)
 		pthread_mutex_unlock(&srv->sweep_lock);
 		pthread_join(srv->sweeper, NULL);
 	}
+	/* Queued requests are answered (their connections resumed); requests
+	 * that arrive from now on run on the pool threads. */
+	lanes_stop(srv);
 	/* MHD must not stop with suspended connections: resume them all and
 	 * let no stream suspend again; their readers see stopping and end. */
 	pthread_mutex_lock(&wait_lock);
@@ -966,6 +1230,7 @@ void http_server_stop(struct http_server *srv)
 	pthread_mutex_destroy(&srv->conn_lock);
 	pthread_mutex_destroy(&srv->sweep_lock);
 	pthread_cond_destroy(&srv->sweep_cond);
+	lanes_free(srv);
 	free(srv->cert);
 	free(srv->key);
 	free(srv);

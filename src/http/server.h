@@ -3,11 +3,25 @@
  * connections), a bounded request body and one handler callback for every
  * request.
  *
- * The handler runs on a pool thread once the whole body has arrived (or at
- * once when the body is over the bound: req->too_big).  It must queue
- * exactly one response with http_reply*() / http_send() and return their
- * result.  It may block briefly (a store write waiting for its commit) but
- * never for long: every connection of that pool thread waits meanwhile.
+ * Workers: the pool threads only move bytes (TLS, parsing, sending).  Once
+ * the whole body of a request has arrived, its connection is suspended and
+ * the request queued to a worker thread of one of two lanes, which runs the
+ * handler and resumes the connection; the pool thread then sends the
+ * response.  So a handler may block (a store write waiting for its group
+ * commit) without stalling the other connections of its pool thread, and the
+ * two lanes keep one kind of traffic from queueing behind the other: paths
+ * under opts->bulk_prefixes (the agent API and the image service: thousands
+ * of hosts polling) go to the bulk lane, whose threads also run at a lower
+ * CPU priority; other requests that may write (not GET or HEAD: the
+ * Kubernetes API's creates, updates, patches, deletes) to the interactive
+ * lane; other GET and HEAD requests (reads: they never wait for a commit,
+ * and the hand-off would cost more than most answers) run on the pool
+ * thread itself, so kubectl never queues behind agent polls.  The
+ * number of threads is fixed (pool + workers + the sweeper), whatever the
+ * number of connections.  The handler runs on the pool thread itself, as
+ * before, for a body over the bound (req->too_big, at once) and while the
+ * server stops.  It must queue exactly one response with http_reply*() /
+ * http_send() and return their result.
  * A streaming response never blocks: when its read callback has nothing to
  * send it calls http_stream_suspend() and returns 0; http_streams_wake()
  * (called by whoever produces the data, and once a second by the server)
@@ -62,6 +76,12 @@ struct http_req {
 	void *conn_ctx;                   /* the server's per-connection state */
 	struct http_req *wait_next, *wait_prev; /* on the suspended list */
 	bool suspended;
+	/* A request answered by a worker (see "Workers" above). */
+	struct http_req *lane_next;       /* on its lane's queue */
+	struct http_response *pending;    /* queued by the handler, sent on resume */
+	enum http_result result;          /* what the handler returned */
+	bool deferred;                    /* the handler runs on a worker */
+	bool answered;                    /* the worker is done: send pending */
 };
 
 /* A request for a unit test: no socket; strings are borrowed (they must
@@ -78,6 +98,9 @@ typedef enum http_result (*http_handler_fn)(void *userdata, struct http_req *req
 #define HTTP_DEFAULT_THREADS 8u
 #define HTTP_DEFAULT_IDLE_TIMEOUT 120u     /* seconds; upstream agents poll every ~60 s */
 #define HTTP_DEFAULT_REQUEST_TIMEOUT 30u   /* seconds */
+#define HTTP_DEFAULT_WORKERS 16u           /* bulk lane */
+#define HTTP_DEFAULT_INTERACTIVE_WORKERS 16u
+#define HTTP_BULK_NICE 10                  /* the bulk lane's nice, above the process's */
 
 struct http_server_opts {
 	const char *listen;    /* "HOST:PORT" or "[v6]:PORT" */
@@ -89,6 +112,9 @@ struct http_server_opts {
 	unsigned threads;      /* 0 = HTTP_DEFAULT_THREADS */
 	unsigned idle_timeout; /* seconds; 0 = default */
 	unsigned request_timeout; /* seconds; 0 = default */
+	unsigned workers;      /* bulk lane threads; 0 = HTTP_DEFAULT_WORKERS */
+	unsigned interactive_workers; /* 0 = HTTP_DEFAULT_INTERACTIVE_WORKERS */
+	const char *const *bulk_prefixes; /* NULL-terminated path prefixes; NULL = none */
 };
 
 /* Also raises RLIMIT_NOFILE to its hard limit (connections are fds). */
@@ -111,6 +137,7 @@ struct http_server_stats {
 	uint64_t refused_conns; /* requests answered 503 past max_conns */
 	uint64_t refused_downloads;
 	uint64_t timed_out;     /* connections closed by the request/idle timeouts */
+	unsigned queued[2];     /* requests waiting for a worker: interactive, bulk */
 };
 void http_server_stats(struct http_server *srv, struct http_server_stats *ret);
 

@@ -616,3 +616,137 @@ fail:
 	json_decref(row);
 	return NULL;
 }
+
+/* --- prepared rows ---------------------------------------------------------
+ * Everything of a row but its time-dependent cells, as JSON text. */
+
+struct prep_cell {
+	char *text;     /* the cell's JSON text; NULL for a date cell */
+	json_t *date;   /* a date cell's selected value (NULL: nothing selected) */
+};
+
+struct table_row_prep {
+	size_t n;
+	struct prep_cell *cells;
+	char *object;   /* ,"object":{...} or "" */
+	size_t bytes;
+};
+
+void table_row_prep_free(table_row_prep *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->cells[i].text);
+		json_decref(p->cells[i].date);
+	}
+	free(p->cells);
+	free(p->object);
+	free(p);
+}
+
+size_t table_row_prep_bytes(const table_row_prep *p)
+{
+	return p ? p->bytes : 0;
+}
+
+table_row_prep *table_row_prepare(const table_columns *tc, const json_t *obj, enum table_include include)
+{
+	table_row_prep *p;
+	json_t *meta = json_object_get(obj, "metadata");
+	size_t i;
+
+	if (!tc || include == TABLE_INCLUDE_OBJECT)
+		return NULL;
+	for (i = 0; i < tc->n; i++)
+		if (tc->cols[i].compute && tc->cols[i].compute != COMPUTE_NAME)
+			return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->cells = calloc(tc->n ? tc->n : 1, sizeof(*p->cells));
+	if (!p->cells)
+		goto fail;
+	p->n = tc->n;
+	p->bytes = sizeof(*p) + tc->n * sizeof(*p->cells);
+	for (i = 0; i < tc->n; i++) {
+		const struct column *c = &tc->cols[i];
+		json_t *cell, *vals;
+
+		if (c->compute == COMPUTE_NAME) {
+			const char *name = json_string_value(json_object_get(meta, "name"));
+
+			cell = json_string(name ? name : "");
+		} else {
+			vals = jsonpath_eval(c->path, obj);
+			if (!vals)
+				goto fail;
+			if (!strcmp(c->type, "date")) {
+				if (json_array_size(vals))
+					p->cells[i].date = json_deep_copy(json_array_get(vals, 0));
+				json_decref(vals);
+				p->bytes += 64;
+				continue;
+			}
+			cell = json_array_size(vals) ? cell_for(c, json_array_get(vals, 0), 0) : json_null();
+			json_decref(vals);
+		}
+		p->cells[i].text = cell ? json_dumps(cell, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+		json_decref(cell);
+		if (!p->cells[i].text)
+			goto fail;
+		p->bytes += strlen(p->cells[i].text) + 1;
+	}
+	if (include == TABLE_INCLUDE_METADATA) {
+		json_t *pom = json_pack("{s:s, s:s, s:O}", "kind", "PartialObjectMetadata",
+					"apiVersion", "meta.k8s.io/v1", "metadata",
+					json_is_object(meta) ? meta : json_object());
+		char *s = pom ? json_dumps(pom, JSON_COMPACT) : NULL;
+
+		json_decref(pom);
+		if (!s)
+			goto fail;
+		p->object = malloc(strlen(s) + 12);
+		if (p->object)
+			sprintf(p->object, ",\"object\":%s", s);
+		free(s);
+	} else {
+		p->object = strdup("");
+	}
+	if (!p->object)
+		goto fail;
+	p->bytes += strlen(p->object) + 1;
+	return p;
+fail:
+	table_row_prep_free(p);
+	return NULL;
+}
+
+int table_row_finish(const table_columns *tc, const table_row_prep *p, time_t now, strbuf *out)
+{
+	int r = strbuf_adds(out, "{\"cells\":[");
+
+	for (size_t i = 0; r >= 0 && i < p->n; i++) {
+		if (i)
+			r = strbuf_addch(out, ',');
+		if (r < 0)
+			break;
+		if (p->cells[i].text) {
+			r = strbuf_adds(out, p->cells[i].text);
+		} else {
+			json_t *cell = p->cells[i].date ? cell_for(&tc->cols[i], p->cells[i].date, now) : json_null();
+			char *s = cell ? json_dumps(cell, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+			json_decref(cell);
+			r = s ? strbuf_adds(out, s) : -ENOMEM;
+			free(s);
+		}
+	}
+	if (r >= 0)
+		r = strbuf_addch(out, ']');
+	if (r >= 0)
+		r = strbuf_adds(out, p->object);
+	if (r >= 0)
+		r = strbuf_addch(out, '}');
+	return r < 0 ? r : 0;
+}

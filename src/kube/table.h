@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/error.h"
+#include "base/strbuf.h"
 
 typedef struct table_columns table_columns;
 
@@ -47,6 +48,20 @@ enum table_include { TABLE_INCLUDE_NONE, TABLE_INCLUDE_METADATA, TABLE_INCLUDE_O
  * TABLE_INCLUDE_OBJECT a copy of the whole object; NONE omits it. */
 json_t *table_row(const table_columns *tc, const json_t *obj, enum table_include include,
 		  time_t now);
+
+/* A row prepared once per object revision and finished per request: the
+ * cells that do not depend on the time (all but date columns) and the
+ * "object" kept as JSON text, so a list of unchanged objects needs no parse.
+ * table_row_prepare gives NULL for TABLE_INCLUDE_OBJECT, for columns
+ * computed in C (built-in kinds; use table_row then) and on allocation
+ * failure.  table_row_finish appends to out exactly the compact JSON text
+ * of table_row(tc, obj, include, now); it only reads p (threads may share
+ * it while nobody frees it).  bytes: the memory p holds. */
+typedef struct table_row_prep table_row_prep;
+table_row_prep *table_row_prepare(const table_columns *tc, const json_t *obj, enum table_include include);
+int table_row_finish(const table_columns *tc, const table_row_prep *p, time_t now, strbuf *out);
+size_t table_row_prep_bytes(const table_row_prep *p);
+void table_row_prep_free(table_row_prep *p);
 
 /* The columnDefinitions array for the Table: {name, type, format,
  * description, priority} each (format "" when unset, as the API server

@@ -1630,7 +1630,16 @@ static sqlite3_stmt *list_stmt(struct reader *r, int variant, int *ret_rc)
 		n += snprintf(sql + n, sizeof(sql) - n, "%sns = ?2", sep);
 		sep = " AND ";
 	}
-	if (variant & LIST_AFTER)
+	/* Within one namespace the bound is on the name alone, so SQLite walks
+	 * the primary key in order and stops at the page's end.  With the row
+	 * value (ns, name) > (?3, ?4) it sorted every row after the bound (JSON
+	 * included) in a temporary file first: the first page of 10,000 Agents
+	 * cost 300 ms, the last 10.  Same rows: the bound namespace before ns
+	 * means all of ns (names are never empty), after it none (NULL). */
+	if ((variant & LIST_AFTER) && (variant & LIST_NS))
+		n += snprintf(sql + n, sizeof(sql) - n,
+			      "%sname > (CASE WHEN ?3 = ?2 THEN ?4 WHEN ?3 < ?2 THEN '' END)", sep);
+	else if (variant & LIST_AFTER)
 		n += snprintf(sql + n, sizeof(sql) - n, "%s(ns, name) > (?3, ?4)", sep);
 	snprintf(sql + n, sizeof(sql) - n, " ORDER BY resource, ns, name");
 	*ret_rc = prep(r->db, &r->list[variant], sql);

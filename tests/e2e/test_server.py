@@ -239,6 +239,30 @@ def test_downloads_past_the_cap_get_503_with_retry_after(hub_factory, tmp_path):
     wait_for(third_ok, timeout=15, what="a download once the others are closed")
 
 
+def test_slow_download_outlives_the_idle_timeout(hub_factory, tmp_path):
+    """A client reading an ISO slowly (at most 64 KiB/s) keeps its download
+    while it reads, however long that takes past the idle timeout: the server
+    keeps writing to it (a bounded send buffer, not megabytes that take
+    minutes to drain), so the connection is never taken for a dead one."""
+    from test_discovery import setup_infraenv
+    hub = hub_factory(extra_args=["--idle-timeout", "6", "--request-timeout", "2",
+                                  "--os-images", str(big_iso(tmp_path))])
+    ie = setup_infraenv(hub)
+    s, status, _ = start_download(hub, ie["status"]["isoDownloadURL"])
+    got, t0 = 0, time.monotonic()
+    try:
+        assert status == 200
+        while time.monotonic() - t0 < 20:
+            s.settimeout(5)
+            data = s.recv(16384)
+            assert data, f"the download was cut after {time.monotonic() - t0:.1f}s and {got} bytes"
+            got += len(data)
+            time.sleep(0.25)
+        assert got >= 400 * 1024, got
+    finally:
+        s.close()
+
+
 # ---- timeouts -----------------------------------------------------------
 
 

@@ -470,6 +470,53 @@ static void test_computed_columns(void **state)
 	}
 }
 
+/* A prepared row finished at any time is exactly table_row's JSON text. */
+static void test_prepared_rows(void **state)
+{
+	json_t *cols = yaml(columns_yaml), *obj = yaml(object_yaml);
+	const enum table_include inc[] = { TABLE_INCLUDE_NONE, TABLE_INCLUDE_METADATA };
+	table_columns *tc, *tc0;
+	ah_err err;
+	time_t created;
+
+	(void)state;
+	assert_int_equal(table_columns_compile(cols, &tc, &err), 0);
+	assert_int_equal(table_columns_compile(NULL, &tc0, &err), 0);
+	assert_int_equal(util_parse_rfc3339("2025-10-15T17:10:55Z", &created), 0);
+	for (size_t i = 0; i < 2; i++) {
+		table_row_prep *p = table_row_prepare(tc, obj, inc[i]), *p0 = table_row_prepare(tc0, obj, inc[i]);
+		const time_t at[] = { created + 5 * MIN + 30, created + 3 * HOUR + 12 * MIN + 5 };
+
+		assert_non_null(p);
+		assert_non_null(p0);
+		assert_true(table_row_prep_bytes(p) > 0);
+		for (size_t j = 0; j < 2; j++) {
+			json_t *row = table_row(tc, obj, inc[i], at[j]), *row0 = table_row(tc0, obj, inc[i], at[j]);
+			char *want = dump(row), *want0 = dump(row0);
+			strbuf sb = STRBUF_INIT, sb0 = STRBUF_INIT;
+
+			assert_int_equal(table_row_finish(tc, p, at[j], &sb), 0);
+			assert_int_equal(table_row_finish(tc0, p0, at[j], &sb0), 0);
+			assert_string_equal(sb.buf, want);
+			assert_string_equal(sb0.buf, want0);
+			strbuf_release(&sb);
+			strbuf_release(&sb0);
+			free(want);
+			free(want0);
+			json_decref(row);
+			json_decref(row0);
+		}
+		table_row_prep_free(p);
+		table_row_prep_free(p0);
+	}
+	/* The whole object is not kept: the caller builds that row. */
+	assert_null(table_row_prepare(tc, obj, TABLE_INCLUDE_OBJECT));
+	table_columns_free(tc);
+	table_columns_free(tc0);
+	json_decref(cols);
+	json_decref(obj);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -480,6 +527,7 @@ int main(void)
 		cmocka_unit_test(test_bad_columns),
 		cmocka_unit_test(test_agent_columns),
 		cmocka_unit_test(test_computed_columns),
+		cmocka_unit_test(test_prepared_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -410,6 +410,20 @@ static void test_list(void **state)
 		assert_keys(&c, want, 2);
 	}
 	{
+		/* A bound in another namespace: one before "a" leaves all of "a",
+		 * one after it nothing (within "a" the bound is on names only). */
+		static const char *const want[] = { "pods/a/x", "pods/a/x2", "pods/a/y" };
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(store_list(f->s, "pods", "a", "", "zz", collect_visit, &c, NULL), 0);
+		assert_keys(&c, want, 3);
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(store_list(f->s, "pods", "a", "b", "", collect_visit, &c, NULL), 0);
+		assert_int_equal(c.n, 0);
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(store_list(f->s, "pods", "a", "a", "y", collect_visit, &c, NULL), 0);
+		assert_int_equal(c.n, 0);
+	}
+	{
 		/* Pages of two, each resuming after the last key seen. */
 		static const char *const want[] = {
 			"pods//z", "pods/a/x", "pods/a/x2", "pods/a/y", "pods/b/x" };
