@@ -546,6 +546,36 @@ static enum http_result do_progress(struct hub *h, struct http_req *req, const j
 	return res;
 }
 
+/* What v2GetHost always carries: the cluster_id of a bound host (the host
+ * model holds only a "bound" mark until its cluster is loaded), and the
+ * fields upstream's swagger marks as always present (kind, status,
+ * status_info, progress_stages), empty rather than missing. */
+static void get_host_cluster_and_required(struct hub *h, const json_t *agent, json_t *host, json_t *out)
+{
+	const char *cid = jstr(host, "cluster_id");
+
+	if (cid && *cid && strcmp(cid, "bound") != 0) {
+		json_object_set_new(out, "cluster_id", json_string(cid));
+	} else if (hub_host_is_bound(host)) {
+		struct host_cluster hc;
+
+		hub_host_cluster_load(h, agent, host, &hc);
+		if (hc.cluster && jstr(hc.cluster, "id"))
+			json_object_set_new(out, "cluster_id", json_string(jstr(hc.cluster, "id")));
+		hub_host_cluster_release(&hc);
+	}
+	if (!json_object_get(out, "kind"))
+		json_object_set_new(out, "kind", json_string("Host"));
+	if (!json_object_get(out, "status"))
+		json_object_set_new(out, "status", json_string(""));
+	if (!json_object_get(out, "status_info"))
+		json_object_set_new(out, "status_info", json_string(""));
+	if (json_is_array(json_object_get(host, "progress_stages")))
+		json_object_set(out, "progress_stages", json_object_get(host, "progress_stages"));
+	else
+		json_object_set_new(out, "progress_stages", json_array());
+}
+
 /* v2GetHost: the host as the service sees it (its state, role, progress),
  * for an agent or a person watching it (the simulator's --reboot-after). */
 static enum http_result do_get_host(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
@@ -566,8 +596,7 @@ static enum http_result do_get_host(struct hub *h, struct http_req *req, const j
 	for (const char *const *k = keys; *k; k++)
 		if (json_object_get(host, *k))
 			json_object_set(out, *k, json_object_get(host, *k));
-	if (jstr(host, "cluster_id") && *jstr(host, "cluster_id") && strcmp(jstr(host, "cluster_id"), "bound") != 0)
-		json_object_set(out, "cluster_id", json_object_get(host, "cluster_id"));
+	get_host_cluster_and_required(h, agent, host, out);
 	prog = json_object_get(host, "progress");
 	if (json_is_object(prog))
 		json_object_set_new(out, "progress",
