@@ -128,6 +128,8 @@ int hub_infraenv_register(struct hub *h);
 int hub_agent_register(struct hub *h);
 int hub_cluster_register(struct hub *h);
 int hub_nmstate_register(struct hub *h);
+/* AgentClassification and the Agent classification labels (classification.c). */
+int hub_classification_register(struct hub *h);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
 #define HUB_IDX_AGENT_TOKEN "ignitionTokenSecret" /* Agent -> "ns/name" of its token Secret */

@@ -91,3 +91,58 @@ def test_node_labels_are_validated(hub):
     hub.kubectl("-n", NS, "patch", "agent", host.id, "--type", "merge", "-p",
                 json.dumps({"spec": {"nodeLabels": {"label/with/two-slashes": None}}}))
     wait_for(synced("True"), timeout=30, what="SpecSynced True once the bad label is gone")
+
+
+def classification(name, key, value, query):
+    return {"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "AgentClassification",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"labelKey": key, "labelValue": value, "query": query}}
+
+
+def test_agent_classification(hub):
+    """Upstream "Agent labels": a classification's query against the Agent's
+    inventory sets agentclassification.agent-install.openshift.io/<key>; its
+    status counts matches and query errors; its finalizer holds a deletion
+    until no Agent carries its label."""
+    _, host = registered_agent(hub)
+    wait_for(lambda: agent(hub, host).get("status", {}).get("inventory", {}).get("cpu"), timeout=30,
+             what="the Agent's inventory")
+    gib = 1 << 30
+    hub.apply_obj(classification("xxl", "size", "xxl",
+                                 f".cpu.count == 8 and .memory.physicalBytes >= {31 * gib} and "
+                                 f".memory.physicalBytes < {33 * gib}"))
+    hub.apply_obj(classification("small", "small", "yes", ".cpu.count < 4"))
+    hub.apply_obj(classification("broken", "broken", "yes", '.cpu.count + "a"'))
+
+    def labelled():
+        labels = agent(hub, host)["metadata"].get("labels", {})
+        return labels if "agentclassification.agent-install.openshift.io/broken" in labels and \
+            "agentclassification.agent-install.openshift.io/size" in labels else None
+    labels = wait_for(labelled, timeout=30, what="the classification labels")
+    assert labels["agentclassification.agent-install.openshift.io/size"] == "xxl", labels
+    assert labels["agentclassification.agent-install.openshift.io/broken"] == "QUERYERROR-yes", labels
+    assert "agentclassification.agent-install.openshift.io/small" not in labels, labels
+
+    def status_of(name, pred):
+        def f():
+            c = hub.kubectl_json("-n", NS, "get", "agentclassification", name)
+            return c if pred(c) else None
+        return wait_for(f, timeout=30, what=f"the status of {name}")
+    xxl = status_of("xxl", lambda c: c.get("status", {}).get("matchedCount") == 1)
+    assert "agentclassification.agent-install.openshift.io" in xxl["metadata"]["finalizers"], xxl
+    q = conds_of(xxl)["QueryErrors"]
+    assert (q["status"], q["reason"], q["message"]) == \
+        ("False", "NoQueryErrors", "No Agents failed to apply the classification"), q
+    broken = status_of("broken", lambda c: c.get("status", {}).get("errorCount") == 1)
+    q = conds_of(broken)["QueryErrors"]
+    assert (q["status"], q["reason"], q["message"]) == \
+        ("True", "HasQueryErrors", "1 Agents failed to apply the classification"), q
+    small = status_of("small", lambda c: "QueryErrors" in conds_of(c))
+    assert "matchedCount" not in small["status"] and "errorCount" not in small["status"], small
+
+    # Deleting: the label goes, then the finalizer, then the object.
+    hub.kubectl("-n", NS, "delete", "agentclassification", "xxl", "--wait=false")
+    wait_for(lambda: "agentclassification.agent-install.openshift.io/size" not in
+             agent(hub, host)["metadata"].get("labels", {}), timeout=30, what="the size label removed")
+    wait_for(lambda: hub.kubectl("-n", NS, "get", "agentclassification", "xxl", check=False).returncode != 0,
+             timeout=30, what="the classification gone")
