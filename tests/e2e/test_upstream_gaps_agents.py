@@ -146,3 +146,40 @@ def test_agent_classification(hub):
              agent(hub, host)["metadata"].get("labels", {}), timeout=30, what="the size label removed")
     wait_for(lambda: hub.kubectl("-n", NS, "get", "agentclassification", "xxl", check=False).returncode != 0,
              timeout=30, what="the classification gone")
+
+
+SNO_STAGES = ["Starting installation", "Installing", "Waiting for bootkube", "Writing image to disk",
+              "Rebooting", "Joined", "Done"]
+
+
+def test_sno_debug_info_after_install(hub):
+    """Upstream "SNO deploy clusterDeployment full install and validate
+    MetaData": once installed the ACI reads adding-hosts / "Cluster is
+    installed" and the Agent installed / "Done"."""
+    setup_common(hub)
+    hub.apply_obj(cluster_deployment("sno", "sno-aci"))
+    aci = umn_aci_without_machine_network("sno-aci", "sno", cp=1)
+    aci["spec"]["networking"]["machineNetwork"] = [{"cidr": "192.168.126.0/24"}]
+    hub.apply_obj(aci)
+    ie = infraenv(hub, "sno-ie", "sno", auto_approve=True)
+    host = UpstreamAgent(hub, ie, 0)
+    host.register()
+
+    def installing():
+        host.step()
+        return host.get_host()["status"] in ("installing", "installing-in-progress")
+    wait_for(installing, timeout=120, interval=0.3, what="the SNO install to start")
+    for stage in SNO_STAGES:
+        status, body = host.progress(stage)
+        assert status == 200, (stage, status, body)
+    hub.kubectl("-n", NS, "wait", "--for=condition=Completed", "aci/sno-aci", "--timeout=120s", timeout=140)
+
+    def aci_dbg():
+        d = hub.kubectl_json("-n", NS, "get", "aci", "sno-aci")["status"]["debugInfo"]
+        return d if (d.get("state"), d.get("stateInfo")) == ("adding-hosts", "Cluster is installed") else None
+    try:
+        wait_for(aci_dbg, timeout=60, what="ACI adding-hosts / Cluster is installed")
+    except BaseException:
+        raise AssertionError(hub.kubectl_json("-n", NS, "get", "aci", "sno-aci")["status"]["debugInfo"])
+    d = agent(hub, host)["status"]["debugInfo"]
+    assert (d["state"], d["stateInfo"]) == ("installed", "Done"), d
