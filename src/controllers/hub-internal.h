@@ -130,6 +130,12 @@ int hub_cluster_register(struct hub *h);
 int hub_nmstate_register(struct hub *h);
 /* AgentClassification and the Agent classification labels (classification.c). */
 int hub_classification_register(struct hub *h);
+/* The manifests ConfigMaps of ACIs (manifests.c): a ConfigMap event queues the
+ * ClusterDeployments that name it (registered after hub_cluster_register);
+ * hub_manifests_present() tells whether aci's referenced ConfigMaps all exist
+ * and hold at least one manifest (the cluster's custom manifests). */
+int hub_manifests_register(struct hub *h);
+bool hub_manifests_present(struct hub *h, const json_t *aci);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
 #define HUB_IDX_AGENT_TOKEN "ignitionTokenSecret" /* Agent -> "ns/name" of its token Secret */

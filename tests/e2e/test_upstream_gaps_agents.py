@@ -13,7 +13,7 @@ import urllib.request
 
 from conftest import wait_for
 from test_install import NS, cluster_deployment, conds_of, infraenv, setup_common
-from test_upstream_gaps_protocol import umn_aci_without_machine_network
+from test_upstream_gaps_protocol import umn_aci_without_machine_network, why_not
 from upstream_agent import UpstreamAgent
 
 LABEL_IE = "infraenvs.agent-install.openshift.io"
@@ -183,3 +183,43 @@ def test_sno_debug_info_after_install(hub):
         raise AssertionError(hub.kubectl_json("-n", NS, "get", "aci", "sno-aci")["status"]["debugInfo"])
     d = agent(hub, host)["status"]["debugInfo"]
     assert (d["state"], d["stateInfo"]) == ("installed", "Done"), d
+
+
+def test_manifests_configmap_delete_and_recreate(hub):
+    """Upstream "ConfigMap delete and recreate triggers re-validation of
+    custom manifests": a Cilium SNO held before install needs its manifests
+    ConfigMap; Validated fails while it is missing and the cluster is ready
+    while it is there."""
+    setup_common(hub)
+    hub.apply_obj(cluster_deployment("cni", "cni-aci"))
+    aci = umn_aci_without_machine_network("cni-aci", "cni", cp=1)
+    aci["spec"]["networking"]["machineNetwork"] = [{"cidr": "192.168.126.0/24"}]
+    aci["spec"]["networking"]["networkType"] = "Cilium"
+    aci["spec"]["manifestsConfigMapRefs"] = [{"name": "cni-manifests"}]
+    aci["spec"]["holdInstallation"] = True
+    hub.apply_obj(aci)
+    ie = infraenv(hub, "cni-ie", "cni", auto_approve=True)
+    host = UpstreamAgent(hub, ie, 0)
+    host.register()
+
+    def cond(ctype, reason):
+        def f():
+            host.step()
+            c = conds_of(hub.kubectl_json("-n", NS, "get", "aci", "cni-aci")).get(ctype)
+            return c if c and c["reason"] == reason else None
+        return f
+    wait_for(lambda: host.step() or agent(hub, host).get("status", {}).get("inventory", {}).get("cpu"),
+             timeout=30, interval=0.3, what="the inventory")
+    wait_for(cond("Validated", "ValidationsFailing"), timeout=60, interval=0.3, what="Validated failing without it")
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cni-manifests", "namespace": NS},
+          "data": {"cilium-ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: cilium\n"}}
+    hub.apply_obj(cm)
+    try:
+        wait_for(cond("RequirementsMet", "ClusterIsReady"), timeout=60, interval=0.3,
+                 what="ready (held) with the ConfigMap")
+    except BaseException:
+        raise AssertionError(why_not(hub, "cni-aci"))
+    hub.kubectl("-n", NS, "delete", "configmap", "cni-manifests")
+    wait_for(cond("Validated", "ValidationsFailing"), timeout=60, interval=0.3, what="Validated failing once deleted")
+    hub.apply_obj(cm)
+    wait_for(cond("RequirementsMet", "ClusterIsReady"), timeout=60, interval=0.3, what="ready again once recreated")
