@@ -280,6 +280,60 @@ static int load_host(struct hub *h, const json_t *ie, const char *host_id, json_
 	return load_host_use(h, ie, host_id, ret_agent, ret_host, LEASE_TOUCH);
 }
 
+/* The ACI's spec.ignitionEndpoint, where a day-2 host gets its ignition
+ * (upstream's custom ignition endpoint): url is replaced with its URL and the
+ * host's machine config pool (its role; worker while auto-assign), and *ret_ca
+ * (malloc'd, NULL when none) is the PEM of the caCertificateReference
+ * Secret's tls.crt.  url is left as it is when the cluster has no endpoint
+ * or a reference cannot be read. */
+static void ignition_endpoint_of(struct hub *h, const json_t *host, char *url, size_t url_size, char **ret_ca)
+{
+	char ns[256], name[256];
+	const char *bound = jstr(host, "bound_cd"), *role = jstr(host, "role"), *ep_url, *b64;
+	const struct kube_kind *k_secret = h->k_secret;
+	json_t *cd = NULL, *aci = NULL, *sec = NULL;
+	const json_t *ep, *ref;
+	ah_err err;
+
+	*ret_ca = NULL;
+	if (!bound || sscanf(bound, "%255[^/]/%255s", ns, name) != 2 || !h->k_cd || !h->k_aci ||
+	    kube_get(h->api, h->k_cd, ns, name, &cd, &err) < 0)
+		return;
+	ref = json_object_get(json_object_get(cd, "spec"), "clusterInstallRef");
+	if (!jstr(ref, "name") || kube_get(h->api, h->k_aci, ns, jstr(ref, "name"), &aci, &err) < 0)
+		goto out;
+	ep = json_object_get(json_object_get(aci, "spec"), "ignitionEndpoint");
+	ep_url = jstr(ep, "url");
+	if (!ep_url || !*ep_url)
+		goto out;
+	if (!role || !*role || strcmp(role, "auto-assign") == 0)
+		role = jstr(host, "suggested_role") && *jstr(host, "suggested_role") &&
+				       strcmp(jstr(host, "suggested_role"), "auto-assign") != 0
+			       ? jstr(host, "suggested_role") : "worker";
+	if (strcmp(role, "bootstrap") == 0)
+		role = "master";
+	snprintf(url, url_size, "%s%s%s", ep_url, ep_url[strlen(ep_url) - 1] == '/' ? "" : "/", role);
+	ref = json_object_get(ep, "caCertificateReference");
+	if (!jstr(ref, "name") || !k_secret ||
+	    kube_get(h->api, k_secret, jstr(ref, "namespace") && *jstr(ref, "namespace") ? jstr(ref, "namespace") : ns,
+		     jstr(ref, "name"), &sec, &err) < 0)
+		goto out;
+	b64 = jstr(json_object_get(sec, "data"), "tls.crt");
+	if (b64) {
+		unsigned char *pem = NULL;
+		size_t n = 0;
+
+		if (util_base64_decode(b64, strlen(b64), &pem, &n) == 0) {
+			*ret_ca = strndup((const char *)pem, n);
+			free(pem);
+		}
+	}
+out:
+	json_decref(sec);
+	json_decref(aci);
+	json_decref(cd);
+}
+
 /* Day-2 hosts in known, insufficient or pending-for-input also check that
  * they can fetch their ignition from the spoke's API (backend.md §7.4,
  * api-vip-connectivity-check), which ignition-downloadable needs. */
@@ -314,8 +368,12 @@ static void add_api_vip_check(struct hub *h, const json_t *agent, json_t *steps,
 		char *token = NULL;
 		json_t *a;
 
+		char *ca = NULL;
+
+		ignition_endpoint_of(h, host, url, sizeof(url), &ca);
 		hub_host_ignition_token(h, agent, &token);
-		a = host_api_vip_check_request(token, url, NULL);
+		a = host_api_vip_check_request(token, url, ca);
+		free(ca);
 		if (token) {
 			OPENSSL_cleanse(token, strlen(token));
 			free(token);

@@ -152,16 +152,16 @@ SNO_STAGES = ["Starting installation", "Installing", "Waiting for bootkube", "Wr
               "Rebooting", "Joined", "Done"]
 
 
-def test_sno_debug_info_after_install(hub):
-    """Upstream "SNO deploy clusterDeployment full install and validate
-    MetaData": once installed the ACI reads adding-hosts / "Cluster is
-    installed" and the Agent installed / "Done"."""
+def install_sno(hub, name, tweak=None):
+    """A None-platform SNO installed by an UpstreamAgent; returns (ie, host)."""
     setup_common(hub)
-    hub.apply_obj(cluster_deployment("sno", "sno-aci"))
-    aci = umn_aci_without_machine_network("sno-aci", "sno", cp=1)
+    hub.apply_obj(cluster_deployment(name, f"{name}-aci"))
+    aci = umn_aci_without_machine_network(f"{name}-aci", name, cp=1)
     aci["spec"]["networking"]["machineNetwork"] = [{"cidr": "192.168.126.0/24"}]
+    if tweak:
+        tweak(aci)
     hub.apply_obj(aci)
-    ie = infraenv(hub, "sno-ie", "sno", auto_approve=True)
+    ie = infraenv(hub, f"{name}-ie", name, auto_approve=True)
     host = UpstreamAgent(hub, ie, 0)
     host.register()
 
@@ -172,7 +172,15 @@ def test_sno_debug_info_after_install(hub):
     for stage in SNO_STAGES:
         status, body = host.progress(stage)
         assert status == 200, (stage, status, body)
-    hub.kubectl("-n", NS, "wait", "--for=condition=Completed", "aci/sno-aci", "--timeout=120s", timeout=140)
+    hub.kubectl("-n", NS, "wait", "--for=condition=Completed", f"aci/{name}-aci", "--timeout=120s", timeout=140)
+    return ie, host
+
+
+def test_sno_debug_info_after_install(hub):
+    """Upstream "SNO deploy clusterDeployment full install and validate
+    MetaData": once installed the ACI reads adding-hosts / "Cluster is
+    installed" and the Agent installed / "Done"."""
+    _, host = install_sno(hub, "sno")
 
     def aci_dbg():
         d = hub.kubectl_json("-n", NS, "get", "aci", "sno-aci")["status"]["debugInfo"]
@@ -223,3 +231,34 @@ def test_manifests_configmap_delete_and_recreate(hub):
     wait_for(cond("Validated", "ValidationsFailing"), timeout=60, interval=0.3, what="Validated failing once deleted")
     hub.apply_obj(cm)
     wait_for(cond("RequirementsMet", "ClusterIsReady"), timeout=60, interval=0.3, what="ready again once recreated")
+
+
+def test_ignition_endpoint_for_day2_hosts(hub):
+    """Upstream "deploy CD with ACI and agents with ignitionEndpoint": the
+    ACI's ignitionEndpoint (URL and caCertificateReference) is where a day-2
+    host fetches its ignition: the api-vip-connectivity-check it is given
+    names <url>/<pool> and carries the CA."""
+    ca = ("-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUTest0CertificateForIgnitionEndpoint0wCgYIKoZIzj0EAwIw\n"
+          "-----END CERTIFICATE-----\n")
+
+    def tweak(aci):
+        hub.apply_obj({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ca-certificate", "namespace": NS},
+                       "stringData": {"tls.crt": ca}})
+        aci["spec"]["ignitionEndpoint"] = {"url": "https://example.com",
+                                           "caCertificateReference": {"namespace": NS, "name": "ca-certificate"}}
+    ie, first = install_sno(hub, "ign", tweak)
+    day2 = UpstreamAgent(hub, ie, 1)
+    day2.register()
+    got = {}
+
+    def vip_check():
+        _, steps = day2.call("GET", day2.base + "/instructions", expect=(200,))
+        for ins in steps.get("instructions") or []:
+            if ins["step_type"] == "api-vip-connectivity-check":
+                got.update(json.loads(ins["args"][-1]))
+                return True
+        day2.step()
+        return False
+    wait_for(vip_check, timeout=90, interval=0.3, what="the day-2 host's api-vip-connectivity-check")
+    assert got["url"] == "https://example.com/worker", got
+    assert got.get("ca_certificate") == ca, got
