@@ -210,9 +210,34 @@ void hub_leases_release(struct hub *h)
  * "bound_cd": the "ns/name" of the ClusterDeployment the host is bound to
  * ("" when unbound), the backend's cluster_id that the Agent's reference
  * only asks for (kubeapi.md §4.4 steps 5-6). */
+/* Upstream's AgentStateAnnotation and AgentRoleAnnotation. */
+#define ANN_RESTORE_STATE "agent.agent-install.openshift.io/state"
+#define ANN_RESTORE_ROLE "agent.agent-install.openshift.io/role"
+
 static const char *const applied_keys[] = { "role", "requested_hostname", "installer_args",
 					    "ignition_config_overrides", "ignition_endpoint_token", "bound_cd",
 					    "deprovision_cd", "deprovision_node", "node_labels", NULL };
+
+/* Restore by Agent (upstream's restoreHostByAgent): an Agent replayed from a
+ * backup has no record here and no status, but carries the state and role
+ * annotations every Agent keeps (restore_annotations_sync()).  Its host
+ * starts from them: bound to the Agent's ClusterDeployment when it names
+ * one, with the saved role.  rec is the empty record being read. */
+static void restore_seed(const json_t *agent, json_t *rec)
+{
+	const json_t *ann = json_object_get(json_object_get(agent, "metadata"), "annotations");
+	const char *role = jstr(ann, ANN_RESTORE_ROLE);
+	char key[520];
+
+	if (!jstr(ann, ANN_RESTORE_STATE) ||
+	    jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state"))
+		return;
+	hub_agent_cd_key(agent, key, sizeof(key));
+	if (*key && strchr(key, '/'))
+		json_object_set_new(rec, "bound_cd", json_string(key));
+	if (role && *role && strcmp(role, "auto-assign") != 0)
+		json_object_set_new(rec, "role", json_string(role));
+}
 
 /* The Agent's record of applied fields: an object of applied_keys plus the
  * Agent's uid, so that a record left behind by a deleted Agent of the same
@@ -230,10 +255,13 @@ static json_t *applied_read(struct hub *h, const json_t *agent)
 		rec = json_loadb(so->json, so->len, 0, NULL);
 		store_obj_free(so);
 	}
-	if (rec && jstr(rec, "uid") && jstr(meta, "uid") && strcmp(jstr(rec, "uid"), jstr(meta, "uid")) == 0)
+	if (rec && jstr(rec, "uid") && jstr(meta, "uid") && strcmp(jstr(rec, "uid"), jstr(meta, "uid")) == 0) {
 		for (k = applied_keys; *k; k++)
 			if (jstr(rec, *k))
 				json_object_set(out, *k, json_object_get(rec, *k));
+	} else {
+		restore_seed(agent, out);
+	}
 	json_decref(rec);
 	return out;
 }
@@ -523,6 +551,14 @@ static json_t *host_model(const json_t *agent, const struct host_lease *l)
 	if (jstr(dbg, "state")) {
 		json_object_set_new(host, "status", json_string(jstr(dbg, "state")));
 		json_object_set_new(host, "status_info", json_string(jstr(dbg, "stateInfo") ? jstr(dbg, "stateInfo") : ""));
+	} else if (jstr(json_object_get(meta, "annotations"), ANN_RESTORE_STATE)) {
+		/* A restored Agent (restore_seed()): its saved state. */
+		json_object_set_new(host, "status", json_string(jstr(json_object_get(meta, "annotations"), ANN_RESTORE_STATE)));
+		json_object_set_new(host, "status_info", json_string(""));
+		if (jstr(json_object_get(meta, "annotations"), ANN_RESTORE_ROLE) &&
+		    strcmp(jstr(json_object_get(meta, "annotations"), ANN_RESTORE_ROLE), "auto-assign") != 0)
+			json_object_set_new(host, "suggested_role",
+					    json_string(jstr(json_object_get(meta, "annotations"), ANN_RESTORE_ROLE)));
 	}
 	if (inv)
 		json_object_set_new(host, "inventory", json_string(inv));
@@ -970,6 +1006,28 @@ static void infraenv_label_sync(struct hub *h, const json_t *agent, const json_t
 	json_decref(ie);
 }
 
+/* The state and role annotations upstream's agent controller keeps on every
+ * Agent, so that a backup of the Agent can bring its host back
+ * (restore_seed()). */
+static void restore_annotations_sync(struct hub *h, const json_t *agent, const json_t *host)
+{
+	const json_t *meta = json_object_get(agent, "metadata"), *ann = json_object_get(meta, "annotations");
+	const char *st = jstr(host, "status"), *role = jstr(host, "role") && *jstr(host, "role") ? jstr(host, "role")
+												: "auto-assign";
+	json_t *patch, *ret = NULL;
+	ah_err err;
+
+	if (!st || !*st || jstr(meta, "deletionTimestamp") ||
+	    (streq(jstr(ann, ANN_RESTORE_STATE), st) && streq(jstr(ann, ANN_RESTORE_ROLE), role)))
+		return;
+	patch = json_pack("{s:{s:{s:s,s:s}}}", "metadata", "annotations", ANN_RESTORE_STATE, st, ANN_RESTORE_ROLE, role);
+	if (kube_patch(h->api, h->k_agent, jstr(meta, "namespace"), jstr(meta, "name"), "application/merge-patch+json",
+		       patch, NULL, &ret, &err) < 0 && err.status != 404)
+		log_warn("agent %s/%s: state annotations: %s", jstr(meta, "namespace"), jstr(meta, "name"), err.message);
+	json_decref(ret);
+	json_decref(patch);
+}
+
 /* Write what the Agent shows of the host, if it differs; with cas, only if
  * the Agent is still the one the host was read from (a writer that is not
  * the host's own request must never undo what the request just wrote). */
@@ -1015,6 +1073,7 @@ static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host
 	if (json_is_object(inv))
 		sync_labels(h, agent, inv);
 	infraenv_label_sync(h, agent, host);
+	restore_annotations_sync(h, agent, host);
 	json_decref(inv);
 	json_decref(vi);
 	json_decref(st);
@@ -1441,13 +1500,33 @@ static const char *infraenv_uid_of(const json_t *agent)
 	return "";
 }
 
+/* The InfraEnv uid of an Agent: its owner, or, for an Agent without one (an
+ * Agent restored from a backup carries only its infraenvs label), the
+ * InfraEnv its label names in its namespace.  "" when neither is there. */
+static const char *infraenv_uid_or_label(struct hub *h, const json_t *agent, char *buf, size_t size)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+	const char *uid = infraenv_uid_of(agent), *label = jstr(json_object_get(meta, "labels"), LABEL_INFRAENV);
+	json_t *ie = NULL;
+	ah_err err;
+
+	if (*uid || !label || !*label || !jstr(meta, "namespace") ||
+	    kube_get(h->api, h->k_infraenv, jstr(meta, "namespace"), label, &ie, &err) < 0)
+		return uid;
+	snprintf(buf, size, "%s", jstr(json_object_get(ie, "metadata"), "uid") ? jstr(json_object_get(ie, "metadata"), "uid") : "");
+	json_decref(ie);
+	return buf;
+}
+
 /* The host model (assisted/validations.h) of an Agent: state, inventory,
  * validations, approval, the spec fields last applied to the host (role,
  * requested_hostname, installation_disk_id, installer_args,
  * ignition_config_overrides) and its lease's facts. */
 static json_t *agent_host(struct hub *h, const json_t *agent)
 {
-	return hub_host_of(h, agent, infraenv_uid_of(agent), LEASE_KEEP);
+	char uid[64];
+
+	return hub_host_of(h, agent, infraenv_uid_or_label(h, agent, uid, sizeof(uid)), LEASE_KEEP);
 }
 
 /* For the cluster side (cluster.c): the host model after this pass's spec
@@ -1528,8 +1607,10 @@ void hub_check_disconnected(struct hub *h)
  * never polls again. */
 bool hub_agent_reconcilable(const json_t *agent)
 {
+	/* A restored Agent (restore_seed()) has its saved state instead. */
 	return !jstr(json_object_get(agent, "metadata"), "deletionTimestamp") &&
-	       jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state");
+	       (jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state") ||
+		jstr(json_object_get(json_object_get(agent, "metadata"), "annotations"), ANN_RESTORE_STATE));
 }
 
 int hub_reconcile_agent(struct hub *h, const char *ns, const char *name)
