@@ -109,3 +109,55 @@ def test_restore_unbound_host(hub):
     a = agent_synced(hub, hid, "known-unbound")
     assert a["status"]["role"] == "master", a["status"]
     assert json.dumps(a["metadata"]["ownerReferences"]).count(ie["metadata"]["uid"]) == 1, a["metadata"]
+
+
+def test_restored_unbound_host_binds_to_installed_cluster(hub):
+    from test_import import imported
+    setup_common(hub)
+    hub.apply_obj({"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "InfraEnv",
+                   "metadata": {"name": "late", "namespace": NS},
+                   "spec": {"pullSecretRef": {"name": "pull-secret"}}})
+    hub.kubectl("-n", NS, "wait", "--for=condition=ImageCreated", "infraenv/late", "--timeout=30s")
+    ie = hub.kubectl_json("-n", NS, "get", "infraenv", "late")
+    hid = str(uuid.uuid4())
+    restored_agent(hub, "late", hid, "known-unbound")
+    wait_for(lambda: (host_view(hub, ie, hid) or {}).get("status") == "known-unbound", timeout=30,
+             what="the unbound host restored")
+    imported(hub, "inst")
+    hub.kubectl("-n", NS, "patch", "agent", hid, "--type", "merge", "-p",
+                json.dumps({"spec": {"clusterDeploymentName": {"name": "inst", "namespace": NS}}}))
+    h = wait_for(lambda: (host_view(hub, ie, hid) or {}).get("cluster_id") and host_view(hub, ie, hid),
+                 timeout=30, what="the restored host bound")
+    assert h["cluster_id"], h
+
+
+def test_installed_cluster_with_restored_host_accepts_day2_hosts(hub):
+    from test_import import imported
+    setup_common(hub)
+    imported(hub, "inst")
+    ie = infraenv(hub, "inst-ie", "inst")
+    hid = str(uuid.uuid4())
+    restored_agent(hub, "inst-ie", hid, "installed", cd="inst")
+    wait_for(lambda: (host_view(hub, ie, hid) or {}).get("status") == "installed", timeout=30,
+             what="the installed host restored")
+    aci = hub.kubectl_json("-n", NS, "get", "aci", "inst")
+    assert aci["status"]["debugInfo"]["state"] == "adding-hosts", aci["status"]["debugInfo"]
+
+    day2 = UpstreamAgent(hub, ie, 1)
+    day2.register()
+    hub.kubectl("-n", NS, "patch", "agent", day2.id, "--type", "merge", "-p", '{"spec":{"approved":true}}')
+
+    def installing():
+        day2.step()
+        a = hub.kubectl_json("-n", NS, "get", "agent", day2.id)
+        c = {x["type"]: x for x in a.get("status", {}).get("conditions", [])}
+        return c if c.get("Installed", {}).get("reason") == "InstallationInProgress" else None
+    c = wait_for(installing, timeout=120, interval=0.3, what="the day-2 host installing")
+    assert c["RequirementsMet"]["reason"] == "AgentAlreadyInstalling", c
+    assert c["SpecSynced"]["reason"] == "SyncOK", c
+    assert c["Validated"]["reason"] == "ValidationsPassing", c
+    assert a_kind(hub, day2.id) == "AddToExistingClusterHost"
+
+
+def a_kind(hub, name):
+    return hub.kubectl_json("-n", NS, "get", "agent", name)["status"]["kind"]
