@@ -90,9 +90,7 @@ static void jq_quiet(void *data, jv msg)
 	jv_free(msg);
 }
 
-/* 1: the query gives exactly true; 0: one other value; -1: a query error
- * (does not parse, fails, no value or several). */
-static int query_match(const char *query, const json_t *inventory)
+int hub_classification_match(const char *query, const json_t *inventory)
 {
 	char *text = json_dumps(inventory ? inventory : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
 	jq_state *jq;
@@ -172,7 +170,7 @@ static bool label_for(json_t *labels, const json_t *cls, const json_t *inventory
 	snprintf(errval, sizeof(errval), QUERY_ERROR "-%s", lv);
 	cur = cstr(labels, key);
 	if (!cstr(json_object_get(cls, "metadata"), "deletionTimestamp")) {
-		m = query_match(cstr(spec, "query"), inventory);
+		m = hub_classification_match(cstr(spec, "query"), inventory);
 		want = m < 0 ? errval : m ? lv : NULL;
 	}
 	if (want) {

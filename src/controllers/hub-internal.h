@@ -130,6 +130,11 @@ int hub_cluster_register(struct hub *h);
 int hub_nmstate_register(struct hub *h);
 /* AgentClassification and the Agent classification labels (classification.c). */
 int hub_classification_register(struct hub *h);
+/* An AgentClassification query against an inventory (status.inventory): 1 when
+ * it gives exactly true, 0 for one other value, -1 for a query error (does
+ * not parse, fails, gives no or several values, or could run without end).
+ * Thread-safe (libjq runs under one lock). */
+int hub_classification_match(const char *query, const json_t *inventory);
 /* The manifests ConfigMaps of ACIs (manifests.c): a ConfigMap event queues the
  * ClusterDeployments that name it (registered after hub_cluster_register);
  * hub_manifests_present() tells whether aci's referenced ConfigMaps all exist
