@@ -262,3 +262,54 @@ def test_ignition_endpoint_for_day2_hosts(hub):
     wait_for(vip_check, timeout=90, interval=0.3, what="the day-2 host's api-vip-connectivity-check")
     assert got["url"] == "https://example.com/worker", got
     assert got.get("ca_certificate") == ca, got
+
+
+def test_move_agent_to_another_cluster_deployment(hub):
+    """Upstream "Move agent to different CD Unbind/bind": changing a bound
+    Agent's CD reference unbinds the host (unbinding), its next registration
+    binds it to the new cluster (binding), and it ends known there."""
+    setup_common(hub)
+    hub.apply_obj({"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "InfraEnv",
+                   "metadata": {"name": "pool", "namespace": NS},
+                   "spec": {"pullSecretRef": {"name": "pull-secret"}}})
+    hub.kubectl("-n", NS, "wait", "--for=condition=ImageCreated", "infraenv/pool", "--timeout=30s")
+    ie = hub.kubectl_json("-n", NS, "get", "infraenv", "pool")
+    host = UpstreamAgent(hub, ie, 0)
+    host.register()
+    host.step()
+
+    def sno(name):
+        hub.apply_obj(cluster_deployment(name, f"{name}-aci"))
+        aci = umn_aci_without_machine_network(f"{name}-aci", name, cp=1)
+        aci["spec"]["networking"]["machineNetwork"] = [{"cidr": "192.168.126.0/24"}]
+        hub.apply_obj(aci)
+
+        def cid():
+            url = hub.kubectl_json("-n", NS, "get", "aci", f"{name}-aci").get("status", {}).get(
+                "debugInfo", {}).get("eventsURL", "")
+            return url.split("cluster_id=")[1] if "cluster_id=" in url else None
+        return wait_for(cid, timeout=30, what=f"cluster {name}")
+    src = sno("source")
+    hub.kubectl("-n", NS, "patch", "agent", host.id, "--type", "merge", "-p",
+                json.dumps({"spec": {"clusterDeploymentName": {"name": "source", "namespace": NS}}}))
+
+    def state(want):
+        def f():
+            host.step()
+            return agent(hub, host).get("status", {}).get("debugInfo", {}).get("state") == want
+        return f
+    wait_for(state("binding"), timeout=30, interval=0.3, what="binding to the source")
+    host.register()
+    wait_for(lambda: host.step() is not None and host.get_host().get("cluster_id") == src, timeout=30,
+             interval=0.3, what="bound to the source")
+    dst = sno("target")
+    hub.kubectl("-n", NS, "patch", "agent", host.id, "--type", "merge", "-p",
+                json.dumps({"spec": {"clusterDeploymentName": {"name": "target", "namespace": NS}}}))
+    wait_for(state("unbinding"), timeout=60, interval=0.3, what="unbinding")
+    host.register()
+    wait_for(state("binding"), timeout=60, interval=0.3, what="binding to the target")
+    host.register()
+    wait_for(state("known"), timeout=60, interval=0.3, what="known in the target")
+    assert host.get_host()["cluster_id"] == dst
+    a = agent(hub, host)
+    assert a["metadata"]["labels"][LABEL_IE] == "pool" and a["spec"]["clusterDeploymentName"]["name"] == "target"
