@@ -280,6 +280,60 @@ static int load_host(struct hub *h, const json_t *ie, const char *host_id, json_
 	return load_host_use(h, ie, host_id, ret_agent, ret_host, LEASE_TOUCH);
 }
 
+/* The ACI's spec.ignitionEndpoint, where a day-2 host gets its ignition
+ * (upstream's custom ignition endpoint): url is replaced with its URL and the
+ * host's machine config pool (its role; worker while auto-assign), and *ret_ca
+ * (malloc'd, NULL when none) is the PEM of the caCertificateReference
+ * Secret's tls.crt.  url is left as it is when the cluster has no endpoint
+ * or a reference cannot be read. */
+static void ignition_endpoint_of(struct hub *h, const json_t *host, char *url, size_t url_size, char **ret_ca)
+{
+	char ns[256], name[256];
+	const char *bound = jstr(host, "bound_cd"), *role = jstr(host, "role"), *ep_url, *b64;
+	const struct kube_kind *k_secret = h->k_secret;
+	json_t *cd = NULL, *aci = NULL, *sec = NULL;
+	const json_t *ep, *ref;
+	ah_err err;
+
+	*ret_ca = NULL;
+	if (!bound || sscanf(bound, "%255[^/]/%255s", ns, name) != 2 || !h->k_cd || !h->k_aci ||
+	    kube_get(h->api, h->k_cd, ns, name, &cd, &err) < 0)
+		return;
+	ref = json_object_get(json_object_get(cd, "spec"), "clusterInstallRef");
+	if (!jstr(ref, "name") || kube_get(h->api, h->k_aci, ns, jstr(ref, "name"), &aci, &err) < 0)
+		goto out;
+	ep = json_object_get(json_object_get(aci, "spec"), "ignitionEndpoint");
+	ep_url = jstr(ep, "url");
+	if (!ep_url || !*ep_url)
+		goto out;
+	if (!role || !*role || strcmp(role, "auto-assign") == 0)
+		role = jstr(host, "suggested_role") && *jstr(host, "suggested_role") &&
+				       strcmp(jstr(host, "suggested_role"), "auto-assign") != 0
+			       ? jstr(host, "suggested_role") : "worker";
+	if (strcmp(role, "bootstrap") == 0)
+		role = "master";
+	snprintf(url, url_size, "%s%s%s", ep_url, ep_url[strlen(ep_url) - 1] == '/' ? "" : "/", role);
+	ref = json_object_get(ep, "caCertificateReference");
+	if (!jstr(ref, "name") || !k_secret ||
+	    kube_get(h->api, k_secret, jstr(ref, "namespace") && *jstr(ref, "namespace") ? jstr(ref, "namespace") : ns,
+		     jstr(ref, "name"), &sec, &err) < 0)
+		goto out;
+	b64 = jstr(json_object_get(sec, "data"), "tls.crt");
+	if (b64) {
+		unsigned char *pem = NULL;
+		size_t n = 0;
+
+		if (util_base64_decode(b64, strlen(b64), &pem, &n) == 0) {
+			*ret_ca = strndup((const char *)pem, n);
+			free(pem);
+		}
+	}
+out:
+	json_decref(sec);
+	json_decref(aci);
+	json_decref(cd);
+}
+
 /* Day-2 hosts in known, insufficient or pending-for-input also check that
  * they can fetch their ignition from the spoke's API (backend.md §7.4,
  * api-vip-connectivity-check), which ignition-downloadable needs. */
@@ -314,8 +368,12 @@ static void add_api_vip_check(struct hub *h, const json_t *agent, json_t *steps,
 		char *token = NULL;
 		json_t *a;
 
+		char *ca = NULL;
+
+		ignition_endpoint_of(h, host, url, sizeof(url), &ca);
 		hub_host_ignition_token(h, agent, &token);
-		a = host_api_vip_check_request(token, url, NULL);
+		a = host_api_vip_check_request(token, url, ca);
+		free(ca);
 		if (token) {
 			OPENSSL_cleanse(token, strlen(token));
 			free(token);
@@ -547,6 +605,36 @@ static enum http_result do_progress(struct hub *h, struct http_req *req, const j
 	return res;
 }
 
+/* What v2GetHost always carries: the cluster_id of a bound host (the host
+ * model holds only a "bound" mark until its cluster is loaded), and the
+ * fields upstream's swagger marks as always present (kind, status,
+ * status_info, progress_stages), empty rather than missing. */
+static void get_host_cluster_and_required(struct hub *h, const json_t *agent, json_t *host, json_t *out)
+{
+	const char *cid = jstr(host, "cluster_id");
+
+	if (cid && *cid && strcmp(cid, "bound") != 0) {
+		json_object_set_new(out, "cluster_id", json_string(cid));
+	} else if (hub_host_is_bound(host)) {
+		struct host_cluster hc;
+
+		hub_host_cluster_load(h, agent, host, &hc);
+		if (hc.cluster && jstr(hc.cluster, "id"))
+			json_object_set_new(out, "cluster_id", json_string(jstr(hc.cluster, "id")));
+		hub_host_cluster_release(&hc);
+	}
+	if (!json_object_get(out, "kind"))
+		json_object_set_new(out, "kind", json_string("Host"));
+	if (!json_object_get(out, "status"))
+		json_object_set_new(out, "status", json_string(""));
+	if (!json_object_get(out, "status_info"))
+		json_object_set_new(out, "status_info", json_string(""));
+	if (json_is_array(json_object_get(host, "progress_stages")))
+		json_object_set(out, "progress_stages", json_object_get(host, "progress_stages"));
+	else
+		json_object_set_new(out, "progress_stages", json_array());
+}
+
 /* v2GetHost: the host as the service sees it (its state, role, progress),
  * for an agent or a person watching it (the simulator's --reboot-after). */
 static enum http_result do_get_host(struct hub *h, struct http_req *req, const json_t *ie, const char *host_id)
@@ -567,8 +655,7 @@ static enum http_result do_get_host(struct hub *h, struct http_req *req, const j
 	for (const char *const *k = keys; *k; k++)
 		if (json_object_get(host, *k))
 			json_object_set(out, *k, json_object_get(host, *k));
-	if (jstr(host, "cluster_id") && *jstr(host, "cluster_id") && strcmp(jstr(host, "cluster_id"), "bound") != 0)
-		json_object_set(out, "cluster_id", json_object_get(host, "cluster_id"));
+	get_host_cluster_and_required(h, agent, host, out);
 	prog = json_object_get(host, "progress");
 	if (json_is_object(prog))
 		json_object_set_new(out, "progress",

@@ -2328,7 +2328,10 @@ int cluster_allow_add_hosts(json_t *cluster, int64_t now, ah_err *err)
 {
 	if (strcmp(sget(cluster, "status"), "installed") || strcmp(sget(cluster, "kind"), "Cluster"))
 		return conflict(err, "allow-add-hosts", cluster);
-	set_status(cluster, "adding-hosts", CLUSTER_INFO_ADDING_HOSTS, now);
+	/* Upstream's transform to day 2 changes the status and kind only: the
+	 * status_info stays "Cluster is installed" (a cluster imported for day 2
+	 * gets CLUSTER_INFO_ADDING_HOSTS instead). */
+	set_status(cluster, "adding-hosts", sget(cluster, "status_info"), now);
 	set_str(cluster, "kind", "AddHostsCluster");
 	return 0;
 }

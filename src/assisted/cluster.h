@@ -224,7 +224,7 @@ int cluster_install_failed(json_t *cluster, const char *reason, int64_t now, ah_
 int cluster_set_finalizing_stage(json_t *cluster, const char *stage, int64_t now, ah_err *err);
 
 /* actions/allow-add-hosts: installed with kind Cluster → adding-hosts, kind
- * AddHostsCluster. */
+ * AddHostsCluster; the status_info stays as it was ("Cluster is installed"). */
 int cluster_allow_add_hosts(json_t *cluster, int64_t now, ah_err *err);
 
 /* Finalizing stage timeout in seconds (§2.2 defaults; hard when !soft). */

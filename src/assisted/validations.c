@@ -680,6 +680,34 @@ static bool json_array_has_str(const json_t *a, const char *s)
 	return false;
 }
 
+/* The address families the cluster is configured with, as upstream decides
+ * them for its L3 majority check: from the cluster, service and machine
+ * networks together, so a user-managed-networking cluster without machine
+ * networks still has its families. */
+static void configured_families(const json_t *cl, bool *v4, bool *v6)
+{
+	static const char *const lists[] = { "cluster_networks", "service_networks", "machine_networks" };
+	json_t *n;
+	size_t i, k;
+
+	for (k = 0; k < sizeof(lists) / sizeof(lists[0]); k++)
+		json_array_foreach(json_object_get(cl, lists[k]), i, n) {
+			struct cidr c;
+
+			if (parse_cidr(sget(n, "cidr"), &c, true))
+				*(c.family == 4 ? v4 : v6) = true;
+		}
+}
+
+/* A user-managed load balancer makes the connectivity check L3, as
+ * user-managed networking does. */
+static bool lb_user_managed(const json_t *cl)
+{
+	const json_t *lb = json_object_get(cl, "load_balancer");
+
+	return lb && !strcmp(sget(lb, "type") ? sget(lb, "type") : "", "user-managed");
+}
+
 static void v_majority(struct vctx *v)
 {
 	const json_t *cl = v->cluster;
@@ -713,17 +741,10 @@ static void v_majority(struct vctx *v)
 	}
 	const char *id = sget(v->host, "id");
 
-	if (umn(cl)) {
+	if (umn(cl) || lb_user_managed(cl)) {
 		bool v4 = false, v6 = false;
-		json_t *mn;
-		size_t i;
 
-		json_array_foreach(json_object_get(cl, "machine_networks"), i, mn) {
-			struct cidr c;
-
-			if (parse_cidr(sget(mn, "cidr"), &c, true))
-				*(c.family == 4 ? &v4 : &v6) = true;
-		}
+		configured_families(cl, &v4, &v6);
 		if (!v4 && !v6)
 			status = "failure";
 		if (v4 && !json_array_has_str(json_object_get(groups, "IPv4"), id))

@@ -32,8 +32,10 @@
 #include "assisted/validations.h"
 #include "base/hubmetrics.h"
 #include "base/log.h"
+#include "base/strbuf.h"
 #include "base/util.h"
 #include "http/query.h"
+#include "kube/selector.h"
 #include "image/ignition.h"
 
 
@@ -208,9 +210,34 @@ void hub_leases_release(struct hub *h)
  * "bound_cd": the "ns/name" of the ClusterDeployment the host is bound to
  * ("" when unbound), the backend's cluster_id that the Agent's reference
  * only asks for (kubeapi.md §4.4 steps 5-6). */
+/* Upstream's AgentStateAnnotation and AgentRoleAnnotation. */
+#define ANN_RESTORE_STATE "agent.agent-install.openshift.io/state"
+#define ANN_RESTORE_ROLE "agent.agent-install.openshift.io/role"
+
 static const char *const applied_keys[] = { "role", "requested_hostname", "installer_args",
 					    "ignition_config_overrides", "ignition_endpoint_token", "bound_cd",
-					    "deprovision_cd", "deprovision_node", NULL };
+					    "deprovision_cd", "deprovision_node", "node_labels", NULL };
+
+/* Restore by Agent (upstream's restoreHostByAgent): an Agent replayed from a
+ * backup has no record here and no status, but carries the state and role
+ * annotations every Agent keeps (restore_annotations_sync()).  Its host
+ * starts from them: bound to the Agent's ClusterDeployment when it names
+ * one, with the saved role.  rec is the empty record being read. */
+static void restore_seed(const json_t *agent, json_t *rec)
+{
+	const json_t *ann = json_object_get(json_object_get(agent, "metadata"), "annotations");
+	const char *role = jstr(ann, ANN_RESTORE_ROLE);
+	char key[520];
+
+	if (!jstr(ann, ANN_RESTORE_STATE) ||
+	    jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state"))
+		return;
+	hub_agent_cd_key(agent, key, sizeof(key));
+	if (*key && strchr(key, '/'))
+		json_object_set_new(rec, "bound_cd", json_string(key));
+	if (role && *role && strcmp(role, "auto-assign") != 0)
+		json_object_set_new(rec, "role", json_string(role));
+}
 
 /* The Agent's record of applied fields: an object of applied_keys plus the
  * Agent's uid, so that a record left behind by a deleted Agent of the same
@@ -228,10 +255,13 @@ static json_t *applied_read(struct hub *h, const json_t *agent)
 		rec = json_loadb(so->json, so->len, 0, NULL);
 		store_obj_free(so);
 	}
-	if (rec && jstr(rec, "uid") && jstr(meta, "uid") && strcmp(jstr(rec, "uid"), jstr(meta, "uid")) == 0)
+	if (rec && jstr(rec, "uid") && jstr(meta, "uid") && strcmp(jstr(rec, "uid"), jstr(meta, "uid")) == 0) {
 		for (k = applied_keys; *k; k++)
 			if (jstr(rec, *k))
 				json_object_set(out, *k, json_object_get(rec, *k));
+	} else {
+		restore_seed(agent, out);
+	}
 	json_decref(rec);
 	return out;
 }
@@ -335,6 +365,56 @@ static int read_ignition_token(void *opaque, const char *ns, const char *name, c
 	return 0;
 }
 
+/* spec.nodeLabels checked as Kubernetes label keys and values, as upstream's
+ * host update does: a bad one fails the whole update with a 400 (SpecSynced
+ * InputError) whose message is the field errors of "node_labels", joined as
+ * an aggregate error prints them. */
+static int node_labels_check(const json_t *labels, ah_err *err)
+{
+	json_t *causes = json_array(), *c;
+	strbuf sb = STRBUF_INIT;
+	size_t i, n;
+
+	if (!causes)
+		return -ENOMEM;
+	if (!labels || json_is_null(labels) || labels_validate(labels, causes) == 0) {
+		json_decref(causes);
+		return 0;
+	}
+	n = json_array_size(causes);
+	if (n > 1)
+		strbuf_adds(&sb, "[");
+	json_array_foreach(causes, i, c)
+		strbuf_addf(&sb, "%snode_labels: %s", i ? ", " : "", json_string_value(json_object_get(c, "message")));
+	if (n > 1)
+		strbuf_adds(&sb, "]");
+	ah_err_set(err, EINVAL, 400, "BadRequest", "%s", sb.buf ? sb.buf : "node_labels: invalid");
+	strbuf_release(&sb);
+	json_decref(causes);
+	return -EINVAL;
+}
+
+/* Keep the checked labels on the host (its "node_labels", a JSON object
+ * text as upstream stores them); whether the host changed. */
+static bool node_labels_apply(json_t *host, const json_t *labels)
+{
+	char *text = json_is_object(labels) && json_object_size(labels) ?
+			     json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	const char *cur = jstr(host, "node_labels");
+	bool changed;
+
+	if (!text) {
+		changed = cur != NULL;
+		json_object_del(host, "node_labels");
+		return changed;
+	}
+	changed = !cur || strcmp(cur, text) != 0;
+	if (changed)
+		json_object_set_new(host, "node_labels", json_string(text));
+	free(text);
+	return changed;
+}
+
 /* Apply the Agent's spec to host (kubeapi.md §4.4 step 8).  Returns whether
  * host changed; *ret_failed with err set when a value is bad (then nothing
  * is applied: InputError), the ignition token Secret cannot be read, or the
@@ -352,7 +432,13 @@ static bool spec_sync(struct hub *h, const json_t *agent, json_t *host, bool *re
 	};
 	bool changed = false;
 
+	if (node_labels_check(json_object_get(spec, "nodeLabels"), err) < 0) {
+		*ret_failed = true;
+		return false;
+	}
 	*ret_failed = agent_spec_apply(host, spec, &ctx, &changed, err) < 0;
+	if (!*ret_failed)
+		changed |= node_labels_apply(host, json_object_get(spec, "nodeLabels"));
 	if (changed && hub_applied_save(h, agent, host, err) < 0)
 		*ret_failed = true;
 	/* The host model travels on (registration and progress replies, the
@@ -461,6 +547,14 @@ static json_t *host_model(const json_t *agent, const struct host_lease *l)
 	if (jstr(dbg, "state")) {
 		json_object_set_new(host, "status", json_string(jstr(dbg, "state")));
 		json_object_set_new(host, "status_info", json_string(jstr(dbg, "stateInfo") ? jstr(dbg, "stateInfo") : ""));
+	} else if (jstr(json_object_get(meta, "annotations"), ANN_RESTORE_STATE)) {
+		/* A restored Agent (restore_seed()): its saved state. */
+		json_object_set_new(host, "status", json_string(jstr(json_object_get(meta, "annotations"), ANN_RESTORE_STATE)));
+		json_object_set_new(host, "status_info", json_string(""));
+		if (jstr(json_object_get(meta, "annotations"), ANN_RESTORE_ROLE) &&
+		    strcmp(jstr(json_object_get(meta, "annotations"), ANN_RESTORE_ROLE), "auto-assign") != 0)
+			json_object_set_new(host, "suggested_role",
+					    json_string(jstr(json_object_get(meta, "annotations"), ANN_RESTORE_ROLE)));
 	}
 	if (inv)
 		json_object_set_new(host, "inventory", json_string(inv));
@@ -822,6 +916,101 @@ static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host
 			  bool cas);
 
 
+/* status.debugInfo.eventsURL: the host's events, signed with its InfraEnv's
+ * token (upstream: host_id and the infra-env key).  Set once, as upstream
+ * does: the URL an Agent shows does not change under a user.  Tried again
+ * on the next pass when the token cannot be read. */
+static void status_events_url(struct hub *h, const json_t *agent, const json_t *host, json_t *st)
+{
+	const char *ie_id = jstr(host, "infra_env_id"), *name = jstr(json_object_get(agent, "metadata"), "name");
+	json_t *ie, *dbg = json_object_get(st, "debugInfo");
+	char *url = NULL;
+	ah_err err;
+
+	if (!ie_id || !*ie_id || !name || !json_is_object(dbg) || jstr(dbg, "eventsURL"))
+		return;
+	ie = json_pack("{s:{s:s}}", "metadata", "uid", ie_id);
+	if (ie && hub_host_events_url(h, ie, name, &url, &err) == 0)
+		json_object_set_new(dbg, "eventsURL", json_string(url));
+	json_decref(ie);
+	free(url);
+}
+
+/* The InfraEnv label and owner of an Agent, from the InfraEnv its host is
+ * in (upstream's agent controller sets both on every pass): a label a user
+ * removed or changed is put back.  Nothing is read when both already name
+ * that InfraEnv. */
+static bool streq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+static void infraenv_label_sync(struct hub *h, const json_t *agent, const json_t *host)
+{
+	const json_t *meta = json_object_get(agent, "metadata"), *iemeta;
+	json_t *ref;
+	const char *ie_id = jstr(host, "infra_env_id"), *label = jstr(json_object_get(meta, "labels"), LABEL_INFRAENV);
+	json_t *ie = NULL, *refs, *patch, *ret = NULL;
+	bool owned = false;
+	size_t i;
+	ah_err err;
+
+	if (!ie_id || !*ie_id || jstr(meta, "deletionTimestamp"))
+		return;
+	json_array_foreach(json_object_get(meta, "ownerReferences"), i, ref)
+		if (streq(jstr(ref, "kind"), "InfraEnv") && streq(jstr(ref, "uid"), ie_id)) {
+			owned = true;
+			if (label && streq(jstr(ref, "name"), label))
+				return;
+		}
+	if (hub_find_infraenv(h, ie_id, &ie) < 0)
+		return;
+	iemeta = json_object_get(ie, "metadata");
+	if (!jstr(iemeta, "name") || !streq(jstr(iemeta, "namespace"), jstr(meta, "namespace"))) {
+		json_decref(ie);
+		return;
+	}
+	patch = json_pack("{s:{s:{s:s}}}", "metadata", "labels", LABEL_INFRAENV, jstr(iemeta, "name"));
+	if (!owned) {
+		refs = json_array();
+		json_array_foreach(json_object_get(meta, "ownerReferences"), i, ref)
+			if (!streq(jstr(ref, "kind"), "InfraEnv"))
+				json_array_append(refs, ref);
+		json_array_append_new(refs, json_pack("{s:s,s:s,s:s,s:s}", "apiVersion",
+						      "agent-install.openshift.io/v1beta1", "kind", "InfraEnv",
+						      "name", jstr(iemeta, "name"), "uid", ie_id));
+		json_object_set_new(json_object_get(patch, "metadata"), "ownerReferences", refs);
+	}
+	if (kube_patch(h->api, h->k_agent, jstr(meta, "namespace"), jstr(meta, "name"), "application/merge-patch+json",
+		       patch, NULL, &ret, &err) < 0)
+		log_warn("agent %s/%s: infraenv label: %s", jstr(meta, "namespace"), jstr(meta, "name"), err.message);
+	json_decref(ret);
+	json_decref(patch);
+	json_decref(ie);
+}
+
+/* The state and role annotations upstream's agent controller keeps on every
+ * Agent, so that a backup of the Agent can bring its host back
+ * (restore_seed()). */
+static void restore_annotations_sync(struct hub *h, const json_t *agent, const json_t *host)
+{
+	const json_t *meta = json_object_get(agent, "metadata"), *ann = json_object_get(meta, "annotations");
+	const char *st = jstr(host, "status"), *role = jstr(host, "role") && *jstr(host, "role") ? jstr(host, "role")
+												: "auto-assign";
+	json_t *patch, *ret = NULL;
+	ah_err err;
+
+	if (!st || !*st || jstr(meta, "deletionTimestamp") ||
+	    (streq(jstr(ann, ANN_RESTORE_STATE), st) && streq(jstr(ann, ANN_RESTORE_ROLE), role)))
+		return;
+	patch = json_pack("{s:{s:{s:s,s:s}}}", "metadata", "annotations", ANN_RESTORE_STATE, st, ANN_RESTORE_ROLE, role);
+	if (kube_patch(h->api, h->k_agent, jstr(meta, "namespace"), jstr(meta, "name"), "application/merge-patch+json",
+		       patch, NULL, &ret, &err) < 0 && err.status != 404)
+		log_warn("agent %s/%s: state annotations: %s", jstr(meta, "namespace"), jstr(meta, "name"), err.message);
+	json_decref(ret);
+	json_decref(patch);
+}
+
 /* Write what the Agent shows of the host, if it differs; with cas, only if
  * the Agent is still the one the host was read from (a writer that is not
  * the host's own request must never undo what the request just wrote). */
@@ -835,6 +1024,7 @@ static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host
 	json_t *st = agent_status(agent, host, inv, vi, spec_err);
 	int r = 0;
 
+	status_events_url(h, agent, host, st);
 	if (!json_equal(st, json_object_get(agent, "status"))) {
 		struct kube_opts o = { .status = true };
 		json_t *patch = json_pack("{s:O}", "status", st), *ret = NULL;
@@ -865,6 +1055,8 @@ static int sync_agent_cas(struct hub *h, const json_t *agent, const json_t *host
 	}
 	if (json_is_object(inv))
 		sync_labels(h, agent, inv);
+	infraenv_label_sync(h, agent, host);
+	restore_annotations_sync(h, agent, host);
 	json_decref(inv);
 	json_decref(vi);
 	json_decref(st);
@@ -1266,13 +1458,33 @@ static const char *infraenv_uid_of(const json_t *agent)
 	return "";
 }
 
+/* The InfraEnv uid of an Agent: its owner, or, for an Agent without one (an
+ * Agent restored from a backup carries only its infraenvs label), the
+ * InfraEnv its label names in its namespace.  "" when neither is there. */
+static const char *infraenv_uid_or_label(struct hub *h, const json_t *agent, char *buf, size_t size)
+{
+	const json_t *meta = json_object_get(agent, "metadata");
+	const char *uid = infraenv_uid_of(agent), *label = jstr(json_object_get(meta, "labels"), LABEL_INFRAENV);
+	json_t *ie = NULL;
+	ah_err err;
+
+	if (*uid || !label || !*label || !jstr(meta, "namespace") ||
+	    kube_get(h->api, h->k_infraenv, jstr(meta, "namespace"), label, &ie, &err) < 0)
+		return uid;
+	snprintf(buf, size, "%s", jstr(json_object_get(ie, "metadata"), "uid") ? jstr(json_object_get(ie, "metadata"), "uid") : "");
+	json_decref(ie);
+	return buf;
+}
+
 /* The host model (assisted/validations.h) of an Agent: state, inventory,
  * validations, approval, the spec fields last applied to the host (role,
  * requested_hostname, installation_disk_id, installer_args,
  * ignition_config_overrides) and its lease's facts. */
 static json_t *agent_host(struct hub *h, const json_t *agent)
 {
-	return hub_host_of(h, agent, infraenv_uid_of(agent), LEASE_KEEP);
+	char uid[64];
+
+	return hub_host_of(h, agent, infraenv_uid_or_label(h, agent, uid, sizeof(uid)), LEASE_KEEP);
 }
 
 /* For the cluster side (cluster.c): the host model after this pass's spec
@@ -1387,8 +1599,10 @@ void hub_check_disconnected(struct hub *h)
  * never polls again. */
 bool hub_agent_reconcilable(const json_t *agent)
 {
+	/* A restored Agent (restore_seed()) has its saved state instead. */
 	return !jstr(json_object_get(agent, "metadata"), "deletionTimestamp") &&
-	       jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state");
+	       (jstr(json_object_get(json_object_get(agent, "status"), "debugInfo"), "state") ||
+		jstr(json_object_get(json_object_get(agent, "metadata"), "annotations"), ANN_RESTORE_STATE));
 }
 
 int hub_reconcile_agent(struct hub *h, const char *ns, const char *name)

@@ -1617,6 +1617,7 @@ int hub_reconcile_cd(struct hub *h, const char *ns, const char *name)
 			update_majority_groups(c.cluster, c.hosts);
 		rctx.now = now;
 		rctx.kubeconfig_uploaded = json_is_object(json_object_get(json_object_get(c.aci, "spec"), "clusterMetadata"));
+		rctx.custom_manifests = hub_manifests_present(h, c.aci);
 		if (cluster_refresh(c.cluster, c.hosts, &rctx, &res) == 0) {
 			if (res.validations_changed)
 				am_validations_changed(false, json_object_get(c.cluster, "validations_info"),

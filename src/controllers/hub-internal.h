@@ -118,6 +118,19 @@ int hub_bmac_register(struct hub *h);
 /* The PreprovisioningImage controller (ppi.c), with the converged flow on. */
 int hub_ppi_register(struct hub *h);
 void hub_bmh_stop(struct hub *h);
+/* AgentClassification and the Agent classification labels (classification.c). */
+int hub_classification_register(struct hub *h);
+/* An AgentClassification query against an inventory (status.inventory): 1 when
+ * it gives exactly true, 0 for one other value, -1 for a query error (does
+ * not parse, fails, gives no or several values, or could run without end).
+ * Thread-safe (libjq runs under one lock). */
+int hub_classification_match(const char *query, const json_t *inventory);
+/* The manifests ConfigMaps of ACIs (manifests.c): a ConfigMap event queues the
+ * ClusterDeployments that name it (registered after hub_cluster_register);
+ * hub_manifests_present() tells whether aci's referenced ConfigMaps all exist
+ * and hold at least one manifest (the cluster's custom manifests). */
+int hub_manifests_register(struct hub *h);
+bool hub_manifests_present(struct hub *h, const json_t *aci);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
 #define HUB_IDX_AGENT_TOKEN "ignitionTokenSecret" /* Agent -> "ns/name" of its token Secret */

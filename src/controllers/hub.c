@@ -391,6 +391,10 @@ static int start_controllers(struct hub *h)
 		r = hub_bmac_register(h);
 	if (r == 0)
 		r = hub_ppi_register(h);
+	if (r == 0)
+		r = hub_classification_register(h);
+	if (r == 0)
+		r = hub_manifests_register(h);
 	/* Hosts that stopped polling are found by a sweep (agentapi.c). */
 	if (r == 0)
 		r = rt_ticker(h->rt, 1000, sweep_disconnected, h);
