@@ -18,7 +18,7 @@ const struct hub_record_kind hub_record_kinds[] = {
 	  "\"requested_hostname\":{\"type\":\"string\"},\"installer_args\":{\"type\":\"string\"},"
 	  "\"ignition_config_overrides\":{\"type\":\"string\"},\"ignition_endpoint_token\":{\"type\":\"string\"},"
 	  "\"bound_cd\":{\"type\":\"string\"},\"deprovision_cd\":{\"type\":\"string\"},"
-	  "\"deprovision_node\":{\"type\":\"string\"}}}" },
+	  "\"deprovision_node\":{\"type\":\"string\"},\"node_labels\":{\"type\":\"string\"}}}" },
 	{ HOSTSTATE_RESOURCE, "agent-install.openshift.io/v1beta1", "Agent", HUB_RECORD_BY_NAME,
 	  "{\"type\":\"object\",\"required\":[\"uid\",\"checkedInAt\",\"status\",\"statusUpdatedAt\"],"
 	  "\"additionalProperties\":false,\"properties\":{"
