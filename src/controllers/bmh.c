@@ -74,7 +74,9 @@ struct bmh_ctl {
 	struct bmc_job *jobs, *qhead, *qtail;
 	size_t njobs;
 	bool stop;
-	int nthreads;
+	int nthreads;      /* started so far: grown on demand up to maxthreads */
+	int maxthreads;    /* --bmc-max-in-flight */
+	int idle;          /* started threads waiting for a job */
 	pthread_t *threads;
 };
 
@@ -170,8 +172,10 @@ static void *worker(void *ud)
 	for (;;) {
 		struct bmc_job *j;
 
+		ctl->idle++;
 		while (!ctl->stop && !ctl->qhead)
 			pthread_cond_wait(&ctl->cond, &ctl->lock);
+		ctl->idle--;
 		if (ctl->stop)
 			break;
 		j = ctl->qhead;
@@ -264,6 +268,11 @@ static int job_poll(struct bmh_ctl *ctl, const char *ns, const char *name, const
 		else
 			ctl->qhead = j;
 		ctl->qtail = j;
+		/* A hub with no BMHs keeps no BMC threads: one more starts
+		 * when every started one is busy, up to the bound. */
+		if (ctl->idle == 0 && ctl->nthreads < ctl->maxthreads &&
+		    pthread_create(&ctl->threads[ctl->nthreads], NULL, worker, ctl) == 0)
+			ctl->nthreads++;
 		pthread_cond_signal(&ctl->cond);
 	}
 	pthread_mutex_unlock(&ctl->lock);
@@ -743,7 +752,7 @@ static void secret_to_bmhs(struct rt_controller *c, void *ctx, const struct rt_e
 int hub_bmh_register(struct hub *h)
 {
 	struct bmh_ctl *ctl;
-	int i, r;
+	int r;
 
 	h->k_bmh = kube_registry_by_kind(h->reg, "metal3.io/v1alpha1", "BareMetalHost");
 	if (!h->k_bmh)
@@ -774,17 +783,13 @@ int hub_bmh_register(struct hub *h)
 		r = rt_cache_index(h->rt, h->k_bmh->store_key, BMH_IDX_CREDS, creds_index);
 	if (r < 0)
 		return r;
-	/* One thread per Redfish request that may be in flight: a slow BMC
-	 * holds one of them, never a reconcile thread. */
-	ctl->nthreads = rf_max_in_flight();
-	ctl->threads = calloc((size_t)ctl->nthreads, sizeof(pthread_t));
+	/* At most one thread per Redfish request that may be in flight: a
+	 * slow BMC holds one of them, never a reconcile thread.  They start
+	 * as jobs come (none on a hub without BMHs). */
+	ctl->maxthreads = rf_max_in_flight();
+	ctl->threads = calloc((size_t)ctl->maxthreads, sizeof(pthread_t));
 	if (!ctl->threads)
 		return -ENOMEM;
-	for (i = 0; i < ctl->nthreads; i++)
-		if (pthread_create(&ctl->threads[i], NULL, worker, ctl) != 0) {
-			ctl->nthreads = i;
-			return -EAGAIN;
-		}
 	return 0;
 }
 

@@ -360,10 +360,14 @@ static void sweep_disconnected(void *ctx)
 }
 
 /* Each controller file registers itself; this is the one list of them. */
-static int start_controllers(struct hub *h)
+/* standby: a replica that is not (yet) the leader keeps the runtime's
+ * cache and indexes current, which the API handlers read, but runs no
+ * reconcile and no ticker until leader_started() activates it. */
+static int start_controllers(struct hub *h, bool standby)
 {
 	struct rt_options o = {
 		.workers = 1,
+		.standby = standby,
 		/* Under a stream of writes one pass of the watch takes the
 		 * events of several commits at once; reactions wait at most
 		 * this long. */
@@ -405,19 +409,16 @@ static int start_controllers(struct hub *h)
 	return r;
 }
 
-/* Leader election (cfg.leader_elect): the elector's thread starts the
- * controllers once this replica holds the Lease.  Losing it, or failing to
- * start them, ends the process (as controller-runtime's manager does): a
+/* Leader election (cfg.leader_elect): the elector's thread lets the
+ * controllers run once this replica holds the Lease.  Losing it ends the
+ * process (as controller-runtime's manager does): a
  * replica that may no longer be the only one acting must stop at once; its
  * supervisor restarts it as a candidate. */
 static void leader_started(void *ctx)
 {
-	int r = start_controllers(ctx);
+	struct hub *h = ctx;
 
-	if (r < 0) {
-		log_error("cannot start the controllers: %s", strerror(-r));
-		_exit(1);
-	}
+	rt_activate(h->rt);
 }
 
 static void leader_lost(void *ctx)
@@ -457,6 +458,8 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 		r = jwt_keys_load_or_create(cfg->data_dir, &h->keys, err);
 	if (r == 0)
 		r = hub_admission_register(h, err);
+	if (r == 0 && (r = start_controllers(h, h->cfg.leader_elect)) < 0)
+		r = ah_err_set(err, -r, 500, "InternalError", "cannot start the controllers: %s", strerror(-r));
 	if (r == 0 && h->cfg.leader_elect) {
 		struct leader_config lc = {
 			.ns = "kube-system", .name = "agenthub-controllers",
@@ -467,8 +470,6 @@ int hub_new(struct kube_api *api, const struct hub_config *cfg, struct hub **ret
 		if ((r = leader_start(api, &lc, &h->leader)) < 0)
 			r = ah_err_set(err, -r, 500, "InternalError", "cannot start leader election: %s",
 				       strerror(-r));
-	} else if (r == 0 && (r = start_controllers(h)) < 0) {
-		r = ah_err_set(err, -r, 500, "InternalError", "cannot start the controllers: %s", strerror(-r));
 	}
 	if (r < 0) {
 		hub_free(h);

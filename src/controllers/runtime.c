@@ -431,6 +431,10 @@ static void *worker_main(void *arg)
 		struct rt_entry *e = NULL;
 		size_t i;
 
+		if (rt->opts.standby) {
+			pthread_cond_wait(&rt->cond, &rt->lock);
+			continue;
+		}
 		for (i = 0; i < rt->ntickers; i++) {
 			struct rt_ticker *t = &rt->tickers[i];
 
@@ -1084,6 +1088,22 @@ int rt_start(struct rt *rt)
 		rt->watching = true;
 	}
 	return 0;
+}
+
+void rt_activate(struct rt *rt)
+{
+	size_t i;
+
+	if (!rt)
+		return;
+	pthread_mutex_lock(&rt->lock);
+	if (rt->opts.standby) {
+		rt->opts.standby = false;
+		for (i = 0; i < rt->ntickers; i++)
+			rt->tickers[i].next_at = util_mono_ms() + rt->tickers[i].period_ms;
+		pthread_cond_broadcast(&rt->cond);
+	}
+	pthread_mutex_unlock(&rt->lock);
 }
 
 void rt_stop(struct rt *rt)

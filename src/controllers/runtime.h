@@ -146,12 +146,18 @@ struct rt_options {
 	int workers;            /* reconcile threads; 0 = 1 */
 	int64_t min_pass_ms;    /* coalesce store events for at most this long (0 = none) */
 	bool no_watch;          /* tests: no store watch thread (feed with rt_feed()) */
+	bool standby;           /* start with the cache and queues fed but no
+				   reconcile or ticker run until rt_activate()
+				   (a replica that is not the leader) */
 };
 
 /* s may be NULL with opts->no_watch (queue and cache tests).  *ret owned by
  * the caller, freed with rt_free(). */
 int rt_new(store *s, const struct rt_options *opts, struct rt **ret);
 void rt_free(struct rt *rt);
+/* Leave standby: reconciles of what was queued meanwhile, and tickers, run
+ * from now on.  A no-op on a runtime that is not in standby. */
+void rt_activate(struct rt *rt);
 
 /* Registration, before rt_start().  The def's strings must outlive rt.
  * *ret (may be NULL) is the controller's handle.  -E2BIG past the caps. */

@@ -149,6 +149,32 @@ static void test_dedup(void **state)
 	rec_release(&r);
 }
 
+/* A standby runtime (a replica that does not lead) queues but reconciles
+ * nothing until rt_activate(); then what was queued runs once. */
+static void test_standby(void **state)
+{
+	struct rt_options o = { .workers = 1, .no_watch = true, .standby = true };
+	struct rt *rt = NULL;
+	struct rec r;
+	struct rt_controller *c;
+
+	assert_int_equal(rt_new(NULL, &o, &rt), 0);
+	rec_init(&r);
+	c = add_ctl(rt, "Thing", &r);
+	assert_int_equal(rt_start(rt), 0);
+	assert_int_equal(rt_enqueue(c, "ns", "a"), 0);
+	assert_int_equal(rt_enqueue(c, "ns", "a"), 0);
+	usleep(200 * 1000);
+	assert_int_equal(r.calls, 0);
+	rt_activate(rt);
+	assert_int_equal(rec_wait(&r, 1, 2000), 1);
+	usleep(100 * 1000);
+	assert_int_equal(r.calls, 1);
+	rt_activate(rt); /* a no-op now */
+	rt_free(rt);
+	rec_release(&r);
+}
+
 static void test_backoff(void **state)
 {
 	struct rt *rt = new_rt(1);
@@ -557,6 +583,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dedup),
+		cmocka_unit_test(test_standby),
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_backoff_not_bypassed),
 		cmocka_unit_test(test_delayed_requeue),
