@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev
       libyaml-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev libssl-dev zlib1g-dev
-      libcmocka-dev libjq-dev postgresql libprotobuf-c-dev protobuf-c-compiler python3 python3-pytest python3-yaml
+      libcmocka-dev libjq-dev postgresql libprotobuf-c-dev protobuf-c-compiler python3 python3-pytest python3-pytest-xdist python3-yaml
       python3-kubernetes openssl xorriso ignition prometheus
       clang libclang-rt-dev iproute2 curl)  # postgresql: the server the PostgreSQL store tests start; clang + libFuzzer runtime: scripts/run-fuzz.sh
 missing=()

@@ -35,24 +35,42 @@ fi
 # failures, and how far the whole run is), each failing test as it fails;
 # then the end of the log (the failures' details and the summary).  The whole
 # output, one line per test, is in $logdir/$e2elog.log.
-echo "end-to-end tests${AGENTHUB_STORE:+ (store: $AGENTHUB_STORE)} (about 10 minutes on an idle 2-core machine; log: $logdir/$e2elog.log)"
-AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -u -m pytest -v -p no:cacheprovider \
+echo "end-to-end tests${AGENTHUB_STORE:+ (store: $AGENTHUB_STORE)} (about 12 minutes with two workers on an idle 2-core machine; log: $logdir/$e2elog.log)"
+# Two pytest workers (pytest-xdist), each file whole on one worker (its
+# module fixtures once): the tests wait on timers and on the daemon far
+# more than they compute, so two run in about half the time on 2 cores.
+# E2E_JOBS=1 runs them one at a time.
+jobs=${E2E_JOBS:-2}
+xdist=()
+if [ "$jobs" -gt 1 ] && /usr/bin/python3 -c "import xdist" 2>/dev/null; then
+	xdist=(-n "$jobs" --dist loadfile)
+fi
+AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -u -m pytest -v -p no:cacheprovider "${xdist[@]}" \
 	--junitxml="$logdir/$e2elog.xml" tests/e2e 2>&1 | tee "$logdir/$e2elog.log" | awk '
-	function flush() {
-		if (file != "")
-			printf "  %-32s %3d passed, %d failed, %d skipped  %s\n", file, pass, fail, skip, pct
-		fflush()
+	# Lines: "tests/e2e/F::T STATUS [ n%]" (one worker) or
+	# "[gwN] [ n%] STATUS tests/e2e/F::T" (several).
+	/(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)/ {
+		id = ""; st = ""
+		for (i = 1; i <= NF; i++) {
+			if ($i ~ /^tests\/e2e\/[^ ]*::/) id = $i
+			if ($i ~ /^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)$/) st = $i
+		}
+		if (id == "" || st == "") next
+		split(id, a, "::")
+		f = a[1]; sub(/^tests\/e2e\//, "", f)
+		if (!(f in seen)) { seen[f] = 1; order[++nf] = f }
+		if (st == "PASSED" || st == "XFAIL") pass[f]++
+		else if (st == "SKIPPED") skip[f]++
+		else { fail[f]++; print "    " st " " id; fflush() }
+		done++
+		if (match($0, /\[ *[0-9]+%\]/)) pct = substr($0, RSTART, RLENGTH)
+		if (done % 50 == 0) { printf "  %d tests done %s\n", done, pct; fflush() }
 	}
-	/^tests\/e2e\/[^ ]*::.* (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)/ {
-		split($1, a, "::")
-		sub(/^tests\/e2e\//, "", a[1])
-		if (a[1] != file) { flush(); file = a[1]; pass = fail = skip = 0 }
-		if (match($0, /\[ *[0-9]+%\]$/)) pct = substr($0, RSTART)
-		if ($0 ~ / PASSED/ || $0 ~ / XFAIL/) pass++
-		else if ($0 ~ / SKIPPED/) skip++
-		else { fail++; print "    FAILED " $1; fflush() }
-	}
-	END { flush() }'
+	END {
+		for (i = 1; i <= nf; i++)
+			printf "  %-34s %3d passed, %d failed, %d skipped\n", order[i], pass[order[i]],
+			       fail[order[i]], skip[order[i]]
+	}'
 if grep -qE '^=+ (FAILURES|ERRORS) =+$' "$logdir/$e2elog.log"; then
 	sed -n -E '/^=+ (FAILURES|ERRORS) =+$/,$p' "$logdir/$e2elog.log" | tail -80
 else

@@ -209,7 +209,12 @@ static void test_resource_stamp(void **state)
 	o0 = store_resource_stamp(f->s, "others");
 	mk(f->s, "others", "ns", "y", "v1");
 	assert_true(store_resource_stamp(f->s, "others") != o0);
+#ifndef STORE_TEST_PG
+	/* With several replicas a notification of a write may move every
+	 * stamp (store.h: "it may change on other writes too"). */
 	assert_true(store_resource_stamp(f->s, "things") == s1);
+#endif
+	s1 = store_resource_stamp(f->s, "things");
 	/* A write refused by its precondition still moves it (it may have
 	 * raced with one that landed). */
 	assert_int_equal(store_update(f->s, "things", "ns", "x", 999, render_tag, "v2", NULL), -ESTALE);
