@@ -117,5 +117,6 @@ def test_client_disconnects_leave_no_lines(hub_factory):
     noise = [l for l in hub.log_text().splitlines()
              if " request " not in l and not re.search(
                  r"listening on|serving the Kubernetes API|kubectl: export|signal 15|stopped cleanly|"
-                 r"host timeout|event rate limits|data directory \S+ was mode 0755: now 0700", l)]
+                 r"host timeout|event rate limits|data directory \S+ was mode 0755: now 0700|"
+                 r"leader election: \S+ now holds Lease", l)]
     assert noise == [], noise
