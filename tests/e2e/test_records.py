@@ -7,6 +7,8 @@ import json
 import sqlite3
 import time
 
+import pytest
+
 from conftest import CONFORMANCE_DIR, wait_for
 from test_install import NS, Sim, agents, infraenv, setup_common
 
@@ -37,6 +39,7 @@ def gone(hub, resource, ns, name, what):
              what=f"{what} removed")
 
 
+@pytest.mark.sqlite_only  # reads the SQLite file and writes orphans into it while the hub is down
 def test_records_follow_their_owners(hub_factory, tmp_path, sims):
     hub = hub_factory(extra_args=["--host-disconnect-timeout", "60s"])
     setup_common(hub)
