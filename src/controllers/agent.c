@@ -1249,6 +1249,13 @@ static int bind_host(struct hub *h, json_t *host, const char *key, ah_err *err)
 	return 1;
 }
 
+static bool unbound_status(const char *st)
+{
+	size_t n = strlen(st);
+
+	return n > 8 && strcmp(st + n - 8, "-unbound") == 0;
+}
+
 /* The Agent's ClusterDeployment reference against the host's binding:
  * cleared → unbind; set on an unbound host → bind (once it is
  * known-unbound); moved → unbind now, bind once back in the pool.  1 when
@@ -1266,7 +1273,10 @@ static int binding_sync(struct hub *h, const json_t *agent, json_t *host, ah_err
 	hub_agent_cd_key(agent, want, sizeof(want));
 	if (*have && strcmp(have, want) != 0)
 		r = unbind_host(h, agent, host, err);
-	else if (*want && !*have)
+	else if (*want && (!*have || unbound_status(st)))
+		/* A host in the pool is bound to no cluster, whatever an
+		 * applied record still says (a status write that raced with
+		 * the bind's left it there): it binds (again). */
 		r = bind_host(h, host, want, err);
 	/* Kept on every pass (a no-op when unchanged), so that a binding
 	 * only inferred from an older record is pinned before the reference

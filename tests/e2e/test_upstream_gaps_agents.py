@@ -266,10 +266,6 @@ def test_ignition_endpoint_for_day2_hosts(hub):
     assert got.get("ca_certificate") == ca, got
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known race, about one run in three under load: after the unbind the host comes back "
-    "known-unbound and the Agent controller never binds it to the new ClusterDeployment "
-    "(the state stays known-unbound); to be fixed in the host pipeline"))
 def test_move_agent_to_another_cluster_deployment(hub):
     """Upstream "Move agent to different CD Unbind/bind": changing a bound
     Agent's CD reference unbinds the host (unbinding), its next registration
