@@ -8,8 +8,6 @@ validated as Kubernetes label keys and values ("deploy CD with ACI and agents
 with node labels": SpecSynced True for good labels, False for a key with two
 slashes, the good labels staying applied)."""
 import json
-
-import pytest
 import ssl
 import urllib.request
 
