@@ -220,7 +220,7 @@ static struct rt_result label_reconcile(void *ctx, const struct rt_key *key)
 	if (changed) {
 		/* The whole label map, guarded by the Agent's version: a
 		 * concurrent writer makes this pass run again. */
-		json_t *patch = json_pack("{s:{s:O,s:O}}", "metadata", "labels", json_object(), "resourceVersion",
+		json_t *patch = json_pack("{s:{s:o,s:O}}", "metadata", "labels", json_object(), "resourceVersion",
 					  json_object_get(json_object_get(agent, "metadata"), "resourceVersion"));
 		const char *k;
 		json_t *v;
