@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "base/strbuf.h"
+#include "base/util.h"
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -307,7 +308,7 @@ static long long jint(const json_t *o, const char *k)
 {
 	const json_t *v = json_object_get(o, k);
 
-	return json_is_integer(v) ? json_integer_value(v) : json_is_real(v) ? (long long)json_real_value(v) : 0;
+	return json_is_integer(v) ? json_integer_value(v) : json_is_real(v) ? util_double_to_i64(json_real_value(v)) : 0;
 }
 
 /* The address part of "ip/prefix". */

@@ -19,6 +19,7 @@
 #include "assisted/progress.h"
 #include "assisted/validations.h"
 #include "base/strbuf.h"
+#include "base/util.h"
 
 /* ---- small JSON helpers ---- */
 
@@ -36,7 +37,7 @@ static json_int_t iget(const json_t *o, const char *k)
 	if (json_is_integer(v))
 		return json_integer_value(v);
 	if (json_is_real(v))
-		return (json_int_t)json_real_value(v);
+		return util_double_to_i64(json_real_value(v));
 	return 0;
 }
 

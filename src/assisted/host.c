@@ -13,6 +13,7 @@
 #include "assisted/inventory.h"
 #include "assisted/validations.h"
 #include "base/strbuf.h"
+#include "base/util.h"
 
 static const char *sget(const json_t *o, const char *k)
 {
@@ -195,7 +196,7 @@ static int64_t iget(const json_t *o, const char *k)
 {
 	json_t *v = json_object_get(o, k);
 
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : json_is_real(v) ? (int64_t)json_real_value(v) : 0;
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : json_is_real(v) ? util_double_to_i64(json_real_value(v)) : 0;
 }
 
 /* A field stored either as a JSON value or as its JSON text (upstream keeps

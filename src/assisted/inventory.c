@@ -2,6 +2,7 @@
  * The camelCase mapping mirrors the Agent CRD's HostInventory types; the
  * label rules mirror the agent controller (kubeapi spec §1.2 and §3). */
 #include "assisted/inventory.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <string.h>
@@ -127,7 +128,7 @@ json_t *inventory_to_agent_status(const json_t *inv)
 
 		/* Upstream frequency is a float; the CRD field is an integer. */
 		if ((v = json_object_get(c, "clockMegahertz")) && json_is_real(v))
-			json_object_set_new(c, "clockMegahertz", json_integer((json_int_t)json_real_value(v)));
+			json_object_set_new(c, "clockMegahertz", json_integer(util_double_to_i64(json_real_value(v))));
 		json_object_set_new(o, "cpu", c);
 	}
 	arr = json_array();

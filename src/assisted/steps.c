@@ -849,7 +849,7 @@ int host_apply_step_reply_now(json_t *host, const json_t *reply, const json_t *c
 		}
 		json_object_set_new(di, path, json_pack("{s:s, s:{s:b, s:I, s:I}}", "path", path, "disk_speed",
 							"tested", 1, "exit_code", code, "speed_ms",
-							(json_int_t)json_number_value(json_object_get(out, "io_sync_duration"))));
+							util_double_to_i64(json_number_value(json_object_get(out, "io_sync_duration")))));
 		json_object_set_new(host, "disks_info", di);
 		json_decref(out);
 		return 0;

@@ -14,6 +14,7 @@
 #include "assisted/cidr.h"
 #include "assisted/inventory.h"
 #include "base/strbuf.h"
+#include "base/util.h"
 
 /* ---- small JSON getters ---- */
 
@@ -31,7 +32,7 @@ static int64_t iget(const json_t *o, const char *k)
 	if (json_is_integer(v))
 		return json_integer_value(v);
 	if (json_is_real(v))
-		return (int64_t)json_real_value(v);
+		return util_double_to_i64(json_real_value(v));
 	return 0;
 }
 

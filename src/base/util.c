@@ -281,3 +281,14 @@ int util_is_uuid(const char *s)
 	}
 	return s[36] == '\0';
 }
+
+int64_t util_double_to_i64(double d)
+{
+	if (d != d)
+		return 0;
+	if (d >= 9223372036854775808.0)
+		return INT64_MAX;
+	if (d <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)d;
+}

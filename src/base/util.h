@@ -18,6 +18,10 @@ int util_parse_rfc3339(const char *s, time_t *ret);
 int64_t util_mono_ms(void);
 int64_t util_mono_us(void);
 
+/* d truncated toward zero into int64_t range: NaN is 0, values past either
+ * end give that end (a plain cast of such a double is undefined). */
+int64_t util_double_to_i64(double d);
+
 /* Fill buf with n cryptographically random bytes; 0 or -EIO. */
 int util_random_bytes(void *buf, size_t n);
 /* A random RFC 4122 version 4 UUID, lower-case, into buf (>= 37 bytes). */

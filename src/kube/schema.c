@@ -18,6 +18,7 @@
  * expressions and compiled once per pattern string into a process-wide cache,
  * because schemas are shared between threads and compiling per request would
  * dominate validation time. */
+#include "base/util.h"
 #include "schema.h"
 
 #include <arpa/inet.h>
@@ -100,7 +101,7 @@ static bool sint(const json_t *s, const char *key, long long *ret)
 		return true;
 	}
 	if (json_is_real(v) && isfinite(json_real_value(v))) {
-		*ret = (long long)json_real_value(v);
+		*ret = util_double_to_i64(json_real_value(v));
 		return true;
 	}
 	return false;
