@@ -673,52 +673,130 @@ static enum http_result do_get_host(struct hub *h, struct http_req *req, const j
 	return res;
 }
 
-enum http_result hub_agentapi(struct hub *h, struct http_req *req, bool *handled)
+/* --- dispatch -------------------------------------------------------------------- */
+
+/* What every agent API call does before its endpoint runs: the body bound,
+ * the path's ids, the caller's token for that InfraEnv, no NUL in the
+ * query, and (with_host) the host id a UUID.  true with *ret_ie (and
+ * host_id filled), or false with the reply queued in *res. */
+static bool prelude(struct hub *h, struct http_req *req, bool with_host, json_t **ret_ie, char host_id[64],
+		    enum http_result *res)
 {
-	const char *p = req->path;
-	char ie_id[64], host_id[64], rest[64];
-	json_t *ie = NULL;
-	enum http_result res;
+	const char *p = req->path + strlen(API_PREFIX);
+	char ie_id[64], hid[64];
 	int n;
 
-	*handled = false;
-	if (strncmp(p, API_PREFIX "/", strlen(API_PREFIX) + 1) != 0)
-		return HTTP_NO;
-	*handled = true;
-	if (req->too_big)
-		return hub_reply_error(req, 413, "request body too large");
-	p += strlen(API_PREFIX);
-	ie_id[0] = host_id[0] = rest[0] = '\0';
-	n = sscanf(p, "/infra-envs/%63[^/]/hosts/%63[^/]/%63s", ie_id, host_id, rest);
-	if (n < 1)
-		n = sscanf(p, "/infra-envs/%63[^/]/hosts", ie_id) == 1 ? 1 : 0;
-	if (n == 0)
-		return hub_reply_error(req, 404, "path %s not found", req->path);
-	if (auth_infraenv(h, req, ie_id, &ie, &res) < 0)
-		return res;
+	*ret_ie = NULL;
+	if (req->too_big) {
+		*res = hub_reply_error(req, 413, "request body too large");
+		return false;
+	}
+	ie_id[0] = hid[0] = '\0';
+	n = sscanf(p, "/infra-envs/%63[^/]/hosts/%63[^/]", ie_id, hid);
+	if (n < 1 || (with_host && n < 2)) {
+		*res = hub_reply_error(req, 404, "path %s not found", req->path);
+		return false;
+	}
+	if (auth_infraenv(h, req, ie_id, ret_ie, res) < 0)
+		return false;
 	if (http_query_nul(req)) {
-		res = hub_reply_error(req, 400, "%s in query must not hold a NUL byte", http_query_nul(req));
-		json_decref(ie);
-		return res;
+		*res = hub_reply_error(req, 400, "%s in query must not hold a NUL byte", http_query_nul(req));
+		goto fail;
 	}
 	/* As go-openapi: the path's ids are UUIDs, or 400 naming the one. */
-	if (n >= 2 && !util_is_uuid(host_id)) {
-		json_decref(ie);
-		return hub_reply_error(req, 400, "host_id in path must be of type uuid: \"%s\"", host_id);
+	if (with_host && !util_is_uuid(hid)) {
+		*res = hub_reply_error(req, 400, "host_id in path must be of type uuid: \"%s\"", hid);
+		goto fail;
 	}
-	if (n == 1 && strcmp(req->method, "POST") == 0 && strstr(p, "/hosts") && !host_id[0]) {
-		res = do_register(h, req, ie);
-	} else if (n == 3 && strcmp(rest, "instructions") == 0 && strcmp(req->method, "GET") == 0) {
-		res = do_instructions(h, req, ie, host_id);
-	} else if (n == 3 && strcmp(rest, "instructions") == 0 && strcmp(req->method, "POST") == 0) {
-		res = do_step_reply(h, req, ie, host_id);
-	} else if (n == 3 && strcmp(rest, "progress") == 0 && strcmp(req->method, "PUT") == 0) {
-		res = do_progress(h, req, ie, host_id);
-	} else if (n == 2 && strcmp(req->method, "GET") == 0) {
-		res = do_get_host(h, req, ie, host_id);
-	} else {
-		res = hub_reply_error(req, 404, "path %s not found", req->path);
-	}
+	if (host_id)
+		snprintf(host_id, 64, "%s", hid);
+	return true;
+fail:
+	json_decref(*ret_ie);
+	*ret_ie = NULL;
+	return false;
+}
+
+typedef enum http_result (*host_endpoint)(struct hub *h, struct http_req *req, const json_t *ie,
+					  const char *host_id);
+
+static enum http_result with_host(void *cls, struct http_req *req, host_endpoint fn)
+{
+	char host_id[64];
+	enum http_result res;
+	json_t *ie;
+
+	if (!prelude(cls, req, true, &ie, host_id, &res))
+		return res;
+	res = fn(cls, req, ie, host_id);
 	json_decref(ie);
 	return res;
+}
+
+static enum http_result route_register(void *cls, struct http_req *req)
+{
+	enum http_result res;
+	json_t *ie;
+
+	if (!prelude(cls, req, false, &ie, NULL, &res))
+		return res;
+	res = do_register(cls, req, ie);
+	json_decref(ie);
+	return res;
+}
+
+static enum http_result route_instructions(void *cls, struct http_req *req)
+{
+	return with_host(cls, req, do_instructions);
+}
+
+static enum http_result route_step_reply(void *cls, struct http_req *req)
+{
+	return with_host(cls, req, do_step_reply);
+}
+
+static enum http_result route_progress(void *cls, struct http_req *req)
+{
+	return with_host(cls, req, do_progress);
+}
+
+static enum http_result route_get_host(void *cls, struct http_req *req)
+{
+	return with_host(cls, req, do_get_host);
+}
+
+/* Any other path or method under the prefix: 404, after the same checks
+ * (a caller without the InfraEnv's token learns nothing of its paths). */
+static enum http_result route_other(void *cls, struct http_req *req)
+{
+	enum http_result res;
+	json_t *ie;
+
+	if (!prelude(cls, req, false, &ie, NULL, &res))
+		return res;
+	json_decref(ie);
+	return hub_reply_error(req, 404, "path %s not found", req->path);
+}
+
+int hub_agentapi_routes(struct hub *h, struct http_router *r)
+{
+	static const struct {
+		const char *method, *pattern;
+		http_route_fn fn;
+	} routes[] = {
+		{ "POST", API_PREFIX "/infra-envs/*/hosts", route_register },
+		{ "GET", API_PREFIX "/infra-envs/*/hosts/*/instructions", route_instructions },
+		{ "POST", API_PREFIX "/infra-envs/*/hosts/*/instructions", route_step_reply },
+		{ "PUT", API_PREFIX "/infra-envs/*/hosts/*/progress", route_progress },
+		{ "GET", API_PREFIX "/infra-envs/*/hosts/*", route_get_host },
+		{ NULL, API_PREFIX "/**", route_other },
+	};
+
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		int e = http_router_add(r, routes[i].method, routes[i].pattern, routes[i].fn, h);
+
+		if (e < 0)
+			return e;
+	}
+	return 0;
 }

@@ -6,7 +6,9 @@
 #include "controllers/hub-internal.h"
 
 /* Agent API (agentapi.c), image service (imagesvc.c), events (events.c). */
-enum http_result hub_agentapi(struct hub *h, struct http_req *req, bool *handled);
+/* The agent API's routes (register, instructions, step replies, progress,
+ * get host; anything else under the prefix 404), added to r. */
+int hub_agentapi_routes(struct hub *h, struct http_router *r);
 enum http_result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled);
 /* GET/HEAD $API/infra-envs/<id>/downloads/files (discovery.ign, ipxe-script). */
 enum http_result hub_downloads(struct hub *h, struct http_req *req, bool *handled);

@@ -19,14 +19,6 @@ static enum http_result route_events(void *cls, struct http_req *req)
 	return handled ? r : HTTP_NEXT;
 }
 
-static enum http_result route_agentapi(void *cls, struct http_req *req)
-{
-	bool handled;
-	enum http_result r = hub_agentapi(cls, req, &handled);
-
-	return handled ? r : HTTP_NEXT;
-}
-
 static enum http_result route_imagesvc(void *cls, struct http_req *req)
 {
 	bool handled;
@@ -35,27 +27,35 @@ static enum http_result route_imagesvc(void *cls, struct http_req *req)
 	return handled ? r : HTTP_NEXT;
 }
 
-int hub_add_routes(struct hub *h, struct http_router *r)
+static int add_all(struct hub *h, struct http_router *r, const struct http_route *routes, size_t n)
 {
-	/* The signed file downloads and the events sit under the agent API's
-	 * prefix: they come first. */
-	static const struct {
-		const char *method, *pattern;
-		http_route_fn fn;
-	} routes[] = {
-		{ NULL, API_PREFIX "/infra-envs/*/downloads/files", route_downloads },
-		{ "GET", API_PREFIX "/events", route_events },
-		{ NULL, API_PREFIX "/**", route_agentapi },
-		{ NULL, "/byapikey/**", route_imagesvc },
-		{ NULL, "/images/**", route_imagesvc },
-		{ NULL, "/boot-artifacts/**", route_imagesvc },
-	};
-
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		int e = http_router_add(r, routes[i].method, routes[i].pattern, routes[i].fn, h);
 
 		if (e < 0)
 			return e;
 	}
 	return 0;
+}
+
+int hub_add_routes(struct hub *h, struct http_router *r)
+{
+	/* The signed file downloads and the events sit under the agent API's
+	 * prefix: they come first; the image service after the agent API. */
+	static const struct http_route before[] = {
+		{ NULL, API_PREFIX "/infra-envs/*/downloads/files", route_downloads, NULL },
+		{ "GET", API_PREFIX "/events", route_events, NULL },
+	};
+	static const struct http_route after[] = {
+		{ NULL, "/byapikey/**", route_imagesvc, NULL },
+		{ NULL, "/images/**", route_imagesvc, NULL },
+		{ NULL, "/boot-artifacts/**", route_imagesvc, NULL },
+	};
+	int e = add_all(h, r, before, sizeof(before) / sizeof(before[0]));
+
+	if (e == 0)
+		e = hub_agentapi_routes(h, r);
+	if (e == 0)
+		e = add_all(h, r, after, sizeof(after) / sizeof(after[0]));
+	return e;
 }
