@@ -43,6 +43,15 @@ struct store_ops {
 	void (*stats)(store *s, struct store_stats *ret);
 	/* Optional (NULL: -ENOTSUP): store_copy_into() with this as dst. */
 	int (*copy_from)(store *dst, store *src, size_t *ret_count, int64_t *ret_rev);
+	/* Optional (NULL: -ENOTSUP): store_session_lock_new(). */
+	int (*session_lock_new)(store *s, const char *name, store_session_lock **ret);
+};
+
+/* A backend's session lock embeds this first. */
+struct store_session_lock {
+	int (*try_lock)(store_session_lock *l, int timeout_ms);
+	int (*break_lock)(store_session_lock *l, int timeout_ms);
+	void (*free)(store_session_lock *l);
 };
 
 struct store {

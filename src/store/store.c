@@ -245,6 +245,31 @@ int store_copy_into(store *dst, store *src, size_t *ret_count, int64_t *ret_rev)
 	return dst->ops->copy_from(dst, src, ret_count, ret_rev);
 }
 
+int store_session_lock_new(store *s, const char *name, store_session_lock **ret)
+{
+	if (!s || !name || !*name || !ret)
+		return -EINVAL;
+	if (!s->ops->session_lock_new)
+		return -ENOTSUP;
+	return s->ops->session_lock_new(s, name, ret);
+}
+
+int store_session_lock_try(store_session_lock *l, int timeout_ms)
+{
+	return l ? l->try_lock(l, timeout_ms) : -EINVAL;
+}
+
+int store_session_lock_break(store_session_lock *l, int timeout_ms)
+{
+	return l ? l->break_lock(l, timeout_ms) : -EINVAL;
+}
+
+void store_session_lock_free(store_session_lock *l)
+{
+	if (l)
+		l->free(l);
+}
+
 void store_stats(store *s, struct store_stats *ret)
 {
 	s->ops->stats(s, ret);
