@@ -67,7 +67,7 @@
 #define BATCH_MAX 512
 #define COMPACT_CHUNK 8192
 #define READERS_IDLE_MAX 16
-#define STAMP_SLOTS 64
+#define STAMP_SLOTS STORE__STAMP_SLOTS
 #define FETCH_CHUNK 256
 /* The listener re-reads the revision at least this often. */
 #define POLL_MS 500
@@ -233,11 +233,7 @@ static PGconn *connect_db(const struct pg *p)
 
 static size_t stamp_slot(const char *resource)
 {
-	uint32_t h = 2166136261u;       /* FNV-1a */
-
-	for (; *resource; resource++)
-		h = (h ^ (uint8_t)*resource) * 16777619u;
-	return h % STAMP_SLOTS;
+	return store__stamp_slot(resource);
 }
 
 static void publish(struct pg *p, int64_t rev, int64_t compacted, bool foreign)
@@ -1111,40 +1107,15 @@ static int64_t pg_compacted_rev(store *s)
 static int64_t pg_wait(store *s, int64_t after_rev, int timeout_ms)
 {
 	struct pg *p = to_pg(s);
-	struct timespec deadline;
-	uint64_t gen;
-	int64_t cur;
 
-	if (timeout_ms >= 0) {
-		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		deadline.tv_sec += timeout_ms / 1000;
-		deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (deadline.tv_nsec >= 1000000000L) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000L;
-		}
-	}
-	pthread_mutex_lock(&p->wmu);
-	gen = p->wake_gen;
-	while (atomic_load(&p->rev) <= after_rev && gen == p->wake_gen) {
-		if (timeout_ms < 0)
-			pthread_cond_wait(&p->wcond, &p->wmu);
-		else if (pthread_cond_timedwait(&p->wcond, &p->wmu, &deadline) == ETIMEDOUT)
-			break;
-	}
-	cur = atomic_load(&p->rev);
-	pthread_mutex_unlock(&p->wmu);
-	return cur;
+	return store__wait_rev(&p->rev, &p->wmu, &p->wcond, &p->wake_gen, after_rev, timeout_ms);
 }
 
 static void pg_wake_all(store *s)
 {
 	struct pg *p = to_pg(s);
 
-	pthread_mutex_lock(&p->wmu);
-	p->wake_gen++;
-	pthread_cond_broadcast(&p->wcond);
-	pthread_mutex_unlock(&p->wmu);
+	store__wake_all(&p->wmu, &p->wcond, &p->wake_gen);
 }
 
 static uint64_t pg_resource_stamp(store *s, const char *resource)

@@ -9,6 +9,9 @@
 #ifndef AH_STORE_STORE_INTERNAL_H
 #define AH_STORE_STORE_INTERNAL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "store/store.h"
 
 enum store__op { STORE__CREATE = 1, STORE__UPDATE, STORE__DELETE };
@@ -57,6 +60,19 @@ struct store_session_lock {
 struct store {
 	const struct store_ops *ops;
 };
+
+/* What both backends share (store.c). */
+
+/* store_wait() over a backend's published revision: wait until *rev passes
+ * after_rev, *gen moves (store_wake_all()) or timeout_ms (< 0: no limit)
+ * runs out, on cond (a CLOCK_MONOTONIC condition variable) under mu; the
+ * revision then.  store__wake_all() moves *gen and wakes every waiter. */
+int64_t store__wait_rev(_Atomic int64_t *rev, pthread_mutex_t *mu, pthread_cond_t *cond,
+			const uint64_t *gen, int64_t after_rev, int timeout_ms);
+void store__wake_all(pthread_mutex_t *mu, pthread_cond_t *cond, uint64_t *gen);
+/* The store_resource_stamp() slot of a resource (FNV-1a) among STORE__STAMP_SLOTS. */
+#define STORE__STAMP_SLOTS 64
+size_t store__stamp_slot(const char *resource);
 
 /* Open the SQLite backend on a plain filesystem path (prefix already
  * stripped).  opts is never NULL here: store.c fills in the defaults. */
