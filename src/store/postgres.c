@@ -329,8 +329,8 @@ static int writer_conn(struct pg *p)
 	return p->wconn ? 0 : -EIO;
 }
 
-/* One transaction for the writes in batch[0..n), in three round trips
- * whatever n: BEGIN with the revision lock; the current revision of every
+/* One transaction for the writes in batch[0..n), in two round trips
+ * whatever n: BEGIN, the revision lock and the current revision of every
  * key the batch touches (pipelined); then every write (its object row and
  * event in one statement), the new revision, its NOTIFY and COMMIT
  * (pipelined).  Each write's precondition is decided here, in order, from
@@ -356,7 +356,7 @@ static int run_txn(struct pg *p, struct preq **batch, size_t n, int64_t *ret_rev
 	};
 	PGconn *c = p->wconn;
 	PGresult *r;
-	int64_t cur, *krev = NULL;
+	int64_t cur = 0, *krev = NULL;
 	bool *kex = NULL, pipe = false, failed = false;
 	size_t i, j, applied = 0, sent = 0, pending = 0;  /* pending: sent, not read */
 	char revs[24];
@@ -368,17 +368,16 @@ static int run_txn(struct pg *p, struct preq **batch, size_t n, int64_t *ret_rev
 	kex = calloc(n, sizeof(*kex));
 	if (!krev || !kex)
 		goto fail;
-	r = PQexec(c, "BEGIN; SELECT v FROM ah_meta WHERE k = 'rev' FOR UPDATE");
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-		PQclear(r);
-		goto fail;
-	}
-	cur = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-	PQclear(r);
-
+	/* BEGIN, the revision lock and the current revision of every key, in
+	 * one round trip: the reads queue behind the lock on the server. */
 	if (!PQenterPipelineMode(c))
 		goto fail;
 	pipe = true;
+	if (!PQsendQueryParams(c, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) ||
+	    !PQsendQueryParams(c, "SELECT v FROM ah_meta WHERE k = 'rev' FOR UPDATE", 0, NULL, NULL, NULL,
+			       NULL, 0))
+		goto fail;
+	pending += 2;
 	for (i = 0; i < n; i++) {
 		const char *key[3] = { batch[i]->w->resource, batch[i]->w->ns, batch[i]->w->name };
 
@@ -390,6 +389,15 @@ static int run_txn(struct pg *p, struct preq **batch, size_t n, int64_t *ret_rev
 	}
 	if (!PQpipelineSync(c))
 		goto fail;
+	pending--;
+	if (pipe_result(c, false, NULL) < 0)
+		failed = true;
+	pending--;
+	if (pipe_result(c, false, &r) < 0 || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+		failed = true;
+	else
+		cur = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
 	for (i = 0; i < n; i++) {
 		pending--;
 		if (pipe_result(c, false, &r) < 0) {
