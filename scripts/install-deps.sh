@@ -6,7 +6,7 @@ pkgs=(build-essential meson ninja-build pkg-config libmicrohttpd-dev libjansson-
       libyaml-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev libssl-dev zlib1g-dev
       libcmocka-dev libjq-dev postgresql libprotobuf-c-dev protobuf-c-compiler python3 python3-pytest python3-pytest-xdist python3-yaml
       python3-kubernetes openssl xorriso ignition prometheus
-      clang libclang-rt-dev iproute2 curl)  # postgresql: the server the PostgreSQL store tests start; clang + libFuzzer runtime: scripts/run-fuzz.sh
+      clang libclang-rt-dev iproute2 curl haproxy)  # postgresql: the server the PostgreSQL store tests start; haproxy: the balancer of tests/e2e/test_failover.py; clang + libFuzzer runtime: scripts/run-fuzz.sh
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -615,7 +615,7 @@ static const char *const state_fact_keys[] = { "ntp_sources", "domain_resolution
 					       "api_vip_connectivity", NULL };
 
 /* The record of the Agent's host, when it is the Agent's (same uid); else NULL. */
-static json_t *state_read(struct hub *h, const json_t *agent)
+static json_t *state_read(struct hub *h, const json_t *agent, int64_t *ret_rev)
 {
 	const json_t *meta = json_object_get(agent, "metadata");
 	store_obj *so = NULL;
@@ -625,6 +625,8 @@ static json_t *state_read(struct hub *h, const json_t *agent)
 	    store_get(h->store, HOSTSTATE_RESOURCE, jstr(meta, "namespace"), jstr(meta, "name"), &so) < 0)
 		return NULL;
 	rec = json_loadb(so->json, so->len, 0, NULL);
+	if (ret_rev)
+		*ret_rev = so->rev;
 	store_obj_free(so);
 	if (!rec || !jstr(rec, "uid") || !jstr(meta, "uid") || strcmp(jstr(rec, "uid"), jstr(meta, "uid")) != 0) {
 		json_decref(rec);
@@ -689,13 +691,15 @@ static void state_persist(struct hub *h, const char *ns, const char *id)
 	struct text_render tr = { NULL };
 	int64_t cin = 0, sua = 0;
 	json_t *rec = NULL;
+	uint64_t gen = 0;
 	int r;
 
 	pthread_mutex_lock(&h->lock);
 	l = lease_find(h, ns, id);
 	if (l && l->state_loaded && !l->state_writing && l->uid[0] &&
 	    (l->status_updated_at != l->saved_status_updated_at ||
-	     l->checked_in_at - l->saved_checked_in_at >= checkin_step_s(h))) {
+	     l->checked_in_at - l->saved_checked_in_at >= checkin_step_s(h) ||
+	     (h->cfg.leader_elect && l->facts_gen != l->saved_facts_gen))) {
 		json_t *facts = json_object();
 		const char *const *k;
 
@@ -707,6 +711,7 @@ static void state_persist(struct hub *h, const char *ns, const char *id)
 				facts);
 		cin = l->checked_in_at;
 		sua = l->status_updated_at;
+		gen = l->facts_gen;
 		l->state_writing = rec != NULL;
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -723,6 +728,7 @@ static void state_persist(struct hub *h, const char *ns, const char *id)
 		if (r == 0) {
 			l->saved_checked_in_at = cin;
 			l->saved_status_updated_at = sua;
+			l->saved_facts_gen = gen;
 		}
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -744,18 +750,22 @@ json_t *hub_host_of(struct hub *h, const json_t *agent, const char *ie_id, enum 
 
 	if (!ns || !id)
 		return NULL;
+	int64_t state_rev = 0;
+
 	pthread_mutex_lock(&h->lock);
 	l = lease_get(h, id, ns, ie_id);
-	need = l && !l->applied;
-	need_state = l && !l->state_loaded;
+	/* Replicas: another replica may have moved either record since. */
+	need = l && (!l->applied || h->cfg.leader_elect);
+	need_state = l && (!l->state_loaded || h->cfg.leader_elect);
 	pthread_mutex_unlock(&h->lock);
 	if (need && !(rec = applied_read(h, agent)))
 		return NULL;
 	if (need_state)
-		state = state_read(h, agent);
+		state = state_read(h, agent, &state_rev);
 	pthread_mutex_lock(&h->lock);
 	l = lease_get(h, id, ns, ie_id);
-	if (l && !l->applied) {
+	if (l && rec && (!l->applied || h->cfg.leader_elect)) {
+		json_decref(l->applied);
 		l->applied = rec;
 		rec = NULL;
 	}
@@ -764,6 +774,27 @@ json_t *hub_host_of(struct hub *h, const json_t *agent, const char *ie_id, enum 
 		if (state)
 			state_apply(h, l, agent, state);
 		l->state_loaded = true;
+		l->state_rev = state_rev;
+	} else if (l && state && state_rev != l->state_rev) {
+		/* A record newer than what this replica last took: its facts
+		 * win unless this replica has facts of its own not yet saved
+		 * (then it is the one the host talks to, and they are newer). */
+		const json_t *facts = json_object_get(state, "facts");
+		const char *k;
+		json_t *v;
+
+		l->state_rev = state_rev;
+		if (l->facts_gen == l->saved_facts_gen && l->facts) {
+			bool moved = false;
+
+			json_object_foreach((json_t *)facts, k, v)
+				if (!json_equal(json_object_get(l->facts, k), v)) {
+					json_object_set(l->facts, k, v);
+					moved = true;
+				}
+			if (moved)
+				l->saved_facts_gen = ++l->facts_gen;
+		}
 	}
 	if (l && l->applied) {
 		if (use != LEASE_KEEP)
@@ -1542,7 +1573,7 @@ int hub_host_sync(struct hub *h, const json_t *agent, const json_t *host)
 static bool checked_in_elsewhere(struct hub *h, const json_t *agent, const char *ns, const char *id,
 				 int64_t now)
 {
-	json_t *rec = state_read(h, agent);
+	json_t *rec = state_read(h, agent, NULL);
 	int64_t cin = rec ? json_integer_value(json_object_get(rec, "checkedInAt")) : 0;
 	struct host_lease *l;
 	bool back = false;

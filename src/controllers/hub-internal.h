@@ -57,6 +57,12 @@ struct host_lease {
 	bool state_loaded;       /* read from the store once */
 	bool state_writing;      /* a write is under way (one at a time) */
 	int64_t saved_checked_in_at, saved_status_updated_at;
+	/* Replicas (cfg.leader_elect): the facts reach the record when they
+	 * change (facts_gen past saved_facts_gen), and every use re-reads it
+	 * (state_rev: the revision last taken over), so the leader validates
+	 * with the facts a host reported to another replica. */
+	uint64_t saved_facts_gen;
+	int64_t state_rev;
 	struct host_lease *hnext;        /* hash bucket chain */
 	struct host_lease *prev, *next;  /* h->lease_active (oldest check-in first) or,
 					  * once swept, h->lease_quiet */

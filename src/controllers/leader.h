@@ -10,7 +10,19 @@
  * wins.  A leader that cannot renew for the renew deadline has lost: it
  * calls `lost`, which must stop it acting as leader (the hub exits, as
  * controller-runtime's manager does).  leader_stop() of a leader gives the
- * Lease up (holder cleared) so another replica takes over at once. */
+ * Lease up (holder cleared) so another replica takes over at once.
+ *
+ * On a store with session locks (PostgreSQL: an advisory lock on a
+ * connection of its own, released by the server when that session ends)
+ * only the lock's holder may write the Lease, and so lead.  A guard thread
+ * proves the hold every second; a leader that cannot (its session is gone,
+ * or the server does not answer within a second) or whose last proof is
+ * older than 3 s has lost.  When a leader dies its session ends at once, a
+ * follower takes the lock within a second and, 5 s later (by when a leader
+ * whose session ended has stopped), the Lease: failover in about 6 s
+ * instead of a lease duration.  A holder that is connected but hung (the
+ * Lease not renewed for a lease duration) has its session ended by the
+ * others (pg_terminate_backend), so the Lease's expiry still bounds it. */
 #ifndef AH_CONTROLLERS_LEADER_H
 #define AH_CONTROLLERS_LEADER_H
 

@@ -67,7 +67,7 @@
 #define BATCH_MAX 512
 #define COMPACT_CHUNK 8192
 #define READERS_IDLE_MAX 16
-#define STAMP_SLOTS 64
+#define STAMP_SLOTS STORE__STAMP_SLOTS
 #define FETCH_CHUNK 256
 /* The listener re-reads the revision at least this often. */
 #define POLL_MS 500
@@ -75,6 +75,8 @@
  * a session) and compaction (held by a transaction). */
 #define LOCK_MIGRATE "1634205697"
 #define LOCK_COMPACT "1634205698"
+/* First key of the session locks (store_session_lock_new): 0x61680003. */
+#define LOCK_SESSION "1634205699"
 
 enum preq_kind { PREQ_WRITE, PREQ_COMPACT };
 
@@ -231,11 +233,7 @@ static PGconn *connect_db(const struct pg *p)
 
 static size_t stamp_slot(const char *resource)
 {
-	uint32_t h = 2166136261u;       /* FNV-1a */
-
-	for (; *resource; resource++)
-		h = (h ^ (uint8_t)*resource) * 16777619u;
-	return h % STAMP_SLOTS;
+	return store__stamp_slot(resource);
 }
 
 static void publish(struct pg *p, int64_t rev, int64_t compacted, bool foreign)
@@ -331,8 +329,8 @@ static int writer_conn(struct pg *p)
 	return p->wconn ? 0 : -EIO;
 }
 
-/* One transaction for the writes in batch[0..n), in three round trips
- * whatever n: BEGIN with the revision lock; the current revision of every
+/* One transaction for the writes in batch[0..n), in two round trips
+ * whatever n: BEGIN, the revision lock and the current revision of every
  * key the batch touches (pipelined); then every write (its object row and
  * event in one statement), the new revision, its NOTIFY and COMMIT
  * (pipelined).  Each write's precondition is decided here, in order, from
@@ -358,7 +356,7 @@ static int run_txn(struct pg *p, struct preq **batch, size_t n, int64_t *ret_rev
 	};
 	PGconn *c = p->wconn;
 	PGresult *r;
-	int64_t cur, *krev = NULL;
+	int64_t cur = 0, *krev = NULL;
 	bool *kex = NULL, pipe = false, failed = false;
 	size_t i, j, applied = 0, sent = 0, pending = 0;  /* pending: sent, not read */
 	char revs[24];
@@ -370,17 +368,16 @@ static int run_txn(struct pg *p, struct preq **batch, size_t n, int64_t *ret_rev
 	kex = calloc(n, sizeof(*kex));
 	if (!krev || !kex)
 		goto fail;
-	r = PQexec(c, "BEGIN; SELECT v FROM ah_meta WHERE k = 'rev' FOR UPDATE");
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-		PQclear(r);
-		goto fail;
-	}
-	cur = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-	PQclear(r);
-
+	/* BEGIN, the revision lock and the current revision of every key, in
+	 * one round trip: the reads queue behind the lock on the server. */
 	if (!PQenterPipelineMode(c))
 		goto fail;
 	pipe = true;
+	if (!PQsendQueryParams(c, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) ||
+	    !PQsendQueryParams(c, "SELECT v FROM ah_meta WHERE k = 'rev' FOR UPDATE", 0, NULL, NULL, NULL,
+			       NULL, 0))
+		goto fail;
+	pending += 2;
 	for (i = 0; i < n; i++) {
 		const char *key[3] = { batch[i]->w->resource, batch[i]->w->ns, batch[i]->w->name };
 
@@ -392,6 +389,15 @@ static int run_txn(struct pg *p, struct preq **batch, size_t n, int64_t *ret_rev
 	}
 	if (!PQpipelineSync(c))
 		goto fail;
+	pending--;
+	if (pipe_result(c, false, NULL) < 0)
+		failed = true;
+	pending--;
+	if (pipe_result(c, false, &r) < 0 || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+		failed = true;
+	else
+		cur = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
 	for (i = 0; i < n; i++) {
 		pending--;
 		if (pipe_result(c, false, &r) < 0) {
@@ -1109,40 +1115,15 @@ static int64_t pg_compacted_rev(store *s)
 static int64_t pg_wait(store *s, int64_t after_rev, int timeout_ms)
 {
 	struct pg *p = to_pg(s);
-	struct timespec deadline;
-	uint64_t gen;
-	int64_t cur;
 
-	if (timeout_ms >= 0) {
-		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		deadline.tv_sec += timeout_ms / 1000;
-		deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (deadline.tv_nsec >= 1000000000L) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000L;
-		}
-	}
-	pthread_mutex_lock(&p->wmu);
-	gen = p->wake_gen;
-	while (atomic_load(&p->rev) <= after_rev && gen == p->wake_gen) {
-		if (timeout_ms < 0)
-			pthread_cond_wait(&p->wcond, &p->wmu);
-		else if (pthread_cond_timedwait(&p->wcond, &p->wmu, &deadline) == ETIMEDOUT)
-			break;
-	}
-	cur = atomic_load(&p->rev);
-	pthread_mutex_unlock(&p->wmu);
-	return cur;
+	return store__wait_rev(&p->rev, &p->wmu, &p->wcond, &p->wake_gen, after_rev, timeout_ms);
 }
 
 static void pg_wake_all(store *s)
 {
 	struct pg *p = to_pg(s);
 
-	pthread_mutex_lock(&p->wmu);
-	p->wake_gen++;
-	pthread_cond_broadcast(&p->wcond);
-	pthread_mutex_unlock(&p->wmu);
+	store__wake_all(&p->wmu, &p->wcond, &p->wake_gen);
 }
 
 static uint64_t pg_resource_stamp(store *s, const char *resource)
@@ -1288,6 +1269,149 @@ fail:
 	return -EIO;
 }
 
+/* ---- session locks ----------------------------------------------------- */
+
+/* An advisory lock (LOCK_SESSION, hash of the name) held by a connection of
+ * its own.  The server releases it when that session ends; with TCP
+ * keepalives set on the server side of the session too, a holder whose
+ * host vanished (no RST) is noticed in about 11 s, not hours. */
+struct pg_session_lock {
+	struct store_session_lock base;
+	struct pg *p;
+	PGconn *c;
+	char key[16];
+	bool held;
+};
+
+/* One statement with a deadline: libpq's asynchronous calls and poll(), as
+ * a blocking PQexec() could wait for a dead server for the kernel's
+ * retransmission time.  The last result, or NULL (timeout, error). */
+static PGresult *exec_timed(PGconn *c, const char *sql, int n, const char *const *vals,
+			    int timeout_ms)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	PGresult *last = NULL, *r;
+
+	/* Several statements in one string go only by the simple protocol. */
+	if (!(n ? PQsendQueryParams(c, sql, n, NULL, vals, NULL, NULL, 0) : PQsendQuery(c, sql)))
+		return NULL;
+	for (;;) {
+		struct pollfd pfd = { .fd = PQsocket(c), .events = POLLIN };
+		int64_t left;
+
+		if (!PQconsumeInput(c))
+			goto fail;
+		while (!PQisBusy(c)) {
+			r = PQgetResult(c);
+			if (!r)
+				return last;
+			PQclear(last);
+			last = r;
+		}
+		left = deadline - now_ms();
+		if (left <= 0 || pfd.fd < 0)
+			goto fail;
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
+			goto fail;
+	}
+fail:
+	PQclear(last);
+	return NULL;
+}
+
+static void session_lock_drop(struct pg_session_lock *l)
+{
+	PQfinish(l->c);
+	l->c = NULL;
+	l->held = false;
+}
+
+static int pg_session_lock_try(store_session_lock *base, int timeout_ms)
+{
+	struct pg_session_lock *l = (struct pg_session_lock *)base;
+	const char *vals[] = { l->key };
+	PGresult *r;
+	int rc;
+
+	if (!l->c) {
+		if (!(l->c = connect_db(l->p)))
+			return -ECONNREFUSED;
+		r = exec_timed(l->c, "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; "
+			       "SET tcp_keepalives_count = 3", 0, NULL, timeout_ms);
+		rc = r && ok(r) ? 0 : -EIO;
+		PQclear(r);
+		if (rc < 0) {
+			session_lock_drop(l);
+			return rc;
+		}
+	}
+	/* Held: a round trip proves the session (and so the lock) is alive;
+	 * pg_try_advisory_lock() again would stack a second hold. */
+	r = l->held ? exec_timed(l->c, "SELECT true", 0, NULL, timeout_ms)
+		    : exec_timed(l->c, "SELECT pg_try_advisory_lock(" LOCK_SESSION ", $1::int4)", 1, vals,
+				 timeout_ms);
+	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+		PQclear(r);
+		session_lock_drop(l);
+		return -EIO;
+	}
+	l->held = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return l->held ? 1 : 0;
+}
+
+static int pg_session_lock_break(store_session_lock *base, int timeout_ms)
+{
+	struct pg_session_lock *l = (struct pg_session_lock *)base;
+	const char *vals[] = { l->key };
+	PGresult *r;
+	int rc;
+
+	if (!l->c && !(l->c = connect_db(l->p)))
+		return -ECONNREFUSED;
+	r = exec_timed(l->c, "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_locks "
+		       "WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid() "
+		       "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+		       "AND classid = " LOCK_SESSION "::bigint::oid AND objid = $1::int4::bigint::oid "
+		       "AND objsubid = 2", 1, vals, timeout_ms);
+	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+		PQclear(r);
+		session_lock_drop(l);
+		return -EIO;
+	}
+	rc = atoi(PQgetvalue(r, 0, 0)) > 0 ? 1 : 0;
+	PQclear(r);
+	return rc;
+}
+
+static void pg_session_lock_free(store_session_lock *base)
+{
+	struct pg_session_lock *l = (struct pg_session_lock *)base;
+
+	/* Closing the session releases the lock. */
+	PQfinish(l->c);
+	free(l);
+}
+
+static int pg_session_lock_new(store *s, const char *name, store_session_lock **ret)
+{
+	struct pg_session_lock *l = calloc(1, sizeof(*l));
+	uint32_t h = 2166136261u;
+
+	if (!l)
+		return -ENOMEM;
+	for (const char *q = name; *q; q++)
+		h = (h ^ (unsigned char)*q) * 16777619u;
+	/* int4 range, as the two-key form takes it. */
+	snprintf(l->key, sizeof(l->key), "%d", (int)(h & 0x7fffffff));
+	l->base.try_lock = pg_session_lock_try;
+	l->base.break_lock = pg_session_lock_break;
+	l->base.free = pg_session_lock_free;
+	l->p = to_pg(s);
+	*ret = &l->base;
+	return 0;
+}
+
 static const struct store_ops pg_ops = {
 	.close = pg_close,
 	.current_rev = pg_current_rev,
@@ -1302,6 +1426,7 @@ static const struct store_ops pg_ops = {
 	.resource_stamp = pg_resource_stamp,
 	.stats = pg_stats,
 	.copy_from = pg_copy_from,
+	.session_lock_new = pg_session_lock_new,
 };
 
 /* ---- schema ----------------------------------------------------------- */

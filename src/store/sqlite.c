@@ -88,7 +88,7 @@
 #define READERS_IDLE_MAX 32
 #define BUSY_TIMEOUT_MS 10000
 /* Resources hash into this many store_resource_stamp() counters. */
-#define STAMP_SLOTS 64
+#define STAMP_SLOTS STORE__STAMP_SLOTS
 /* Object cache: lock stripes, and generation slots in each stripe (a write
  * refuses concurrent cache fills of 1/(stripes * slots) of the keys). */
 #define CACHE_STRIPES 64
@@ -1136,11 +1136,7 @@ static void publish(struct sq *q, int64_t rev, int64_t compacted)
 
 static size_t stamp_slot(const char *resource)
 {
-	uint32_t h = 2166136261u;       /* FNV-1a */
-
-	for (; *resource; resource++)
-		h = (h ^ (unsigned char)*resource) * 16777619u;
-	return h % STAMP_SLOTS;
+	return store__stamp_slot(resource);
 }
 
 static void futex_wait_bits(_Atomic uint32_t *word, uint32_t val, uint32_t bits)
@@ -1827,40 +1823,15 @@ static int64_t sq_compacted_rev(store *s)
 static int64_t sq_wait(store *s, int64_t after_rev, int timeout_ms)
 {
 	struct sq *q = to_sq(s);
-	struct timespec deadline;
-	uint64_t gen;
-	int64_t cur;
 
-	if (timeout_ms >= 0) {
-		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		deadline.tv_sec += timeout_ms / 1000;
-		deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (deadline.tv_nsec >= 1000000000L) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000L;
-		}
-	}
-	pthread_mutex_lock(&q->wmu);
-	gen = q->wake_gen;
-	while (atomic_load(&q->rev) <= after_rev && gen == q->wake_gen) {
-		if (timeout_ms < 0)
-			pthread_cond_wait(&q->wcond, &q->wmu);
-		else if (pthread_cond_timedwait(&q->wcond, &q->wmu, &deadline) == ETIMEDOUT)
-			break;
-	}
-	cur = atomic_load(&q->rev);
-	pthread_mutex_unlock(&q->wmu);
-	return cur;
+	return store__wait_rev(&q->rev, &q->wmu, &q->wcond, &q->wake_gen, after_rev, timeout_ms);
 }
 
 static void sq_wake_all(store *s)
 {
 	struct sq *q = to_sq(s);
 
-	pthread_mutex_lock(&q->wmu);
-	q->wake_gen++;
-	pthread_cond_broadcast(&q->wcond);
-	pthread_mutex_unlock(&q->wmu);
+	store__wake_all(&q->wmu, &q->wcond, &q->wake_gen);
 }
 
 static uint64_t sq_resource_stamp(store *s, const char *resource)

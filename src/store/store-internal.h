@@ -9,6 +9,9 @@
 #ifndef AH_STORE_STORE_INTERNAL_H
 #define AH_STORE_STORE_INTERNAL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "store/store.h"
 
 enum store__op { STORE__CREATE = 1, STORE__UPDATE, STORE__DELETE };
@@ -43,11 +46,33 @@ struct store_ops {
 	void (*stats)(store *s, struct store_stats *ret);
 	/* Optional (NULL: -ENOTSUP): store_copy_into() with this as dst. */
 	int (*copy_from)(store *dst, store *src, size_t *ret_count, int64_t *ret_rev);
+	/* Optional (NULL: -ENOTSUP): store_session_lock_new(). */
+	int (*session_lock_new)(store *s, const char *name, store_session_lock **ret);
+};
+
+/* A backend's session lock embeds this first. */
+struct store_session_lock {
+	int (*try_lock)(store_session_lock *l, int timeout_ms);
+	int (*break_lock)(store_session_lock *l, int timeout_ms);
+	void (*free)(store_session_lock *l);
 };
 
 struct store {
 	const struct store_ops *ops;
 };
+
+/* What both backends share (store.c). */
+
+/* store_wait() over a backend's published revision: wait until *rev passes
+ * after_rev, *gen moves (store_wake_all()) or timeout_ms (< 0: no limit)
+ * runs out, on cond (a CLOCK_MONOTONIC condition variable) under mu; the
+ * revision then.  store__wake_all() moves *gen and wakes every waiter. */
+int64_t store__wait_rev(_Atomic int64_t *rev, pthread_mutex_t *mu, pthread_cond_t *cond,
+			const uint64_t *gen, int64_t after_rev, int timeout_ms);
+void store__wake_all(pthread_mutex_t *mu, pthread_cond_t *cond, uint64_t *gen);
+/* The store_resource_stamp() slot of a resource (FNV-1a) among STORE__STAMP_SLOTS. */
+#define STORE__STAMP_SLOTS 64
+size_t store__stamp_slot(const char *resource);
 
 /* Open the SQLite backend on a plain filesystem path (prefix already
  * stripped).  opts is never NULL here: store.c fills in the defaults. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store/store-internal.h"
 
@@ -245,7 +246,78 @@ int store_copy_into(store *dst, store *src, size_t *ret_count, int64_t *ret_rev)
 	return dst->ops->copy_from(dst, src, ret_count, ret_rev);
 }
 
+int store_session_lock_new(store *s, const char *name, store_session_lock **ret)
+{
+	if (!s || !name || !*name || !ret)
+		return -EINVAL;
+	if (!s->ops->session_lock_new)
+		return -ENOTSUP;
+	return s->ops->session_lock_new(s, name, ret);
+}
+
+int store_session_lock_try(store_session_lock *l, int timeout_ms)
+{
+	return l ? l->try_lock(l, timeout_ms) : -EINVAL;
+}
+
+int store_session_lock_break(store_session_lock *l, int timeout_ms)
+{
+	return l ? l->break_lock(l, timeout_ms) : -EINVAL;
+}
+
+void store_session_lock_free(store_session_lock *l)
+{
+	if (l)
+		l->free(l);
+}
+
 void store_stats(store *s, struct store_stats *ret)
 {
 	s->ops->stats(s, ret);
+}
+
+int64_t store__wait_rev(_Atomic int64_t *rev, pthread_mutex_t *mu, pthread_cond_t *cond,
+			const uint64_t *gen, int64_t after_rev, int timeout_ms)
+{
+	struct timespec deadline;
+	uint64_t g;
+	int64_t cur;
+
+	if (timeout_ms >= 0) {
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_sec += timeout_ms / 1000;
+		deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+	}
+	pthread_mutex_lock(mu);
+	g = *gen;
+	while (atomic_load(rev) <= after_rev && g == *gen) {
+		if (timeout_ms < 0)
+			pthread_cond_wait(cond, mu);
+		else if (pthread_cond_timedwait(cond, mu, &deadline) == ETIMEDOUT)
+			break;
+	}
+	cur = atomic_load(rev);
+	pthread_mutex_unlock(mu);
+	return cur;
+}
+
+void store__wake_all(pthread_mutex_t *mu, pthread_cond_t *cond, uint64_t *gen)
+{
+	pthread_mutex_lock(mu);
+	(*gen)++;
+	pthread_cond_broadcast(cond);
+	pthread_mutex_unlock(mu);
+}
+
+size_t store__stamp_slot(const char *resource)
+{
+	uint32_t h = 2166136261u;       /* FNV-1a */
+
+	for (; *resource; resource++)
+		h = (h ^ (unsigned char)*resource) * 16777619u;
+	return h % STORE__STAMP_SLOTS;
 }

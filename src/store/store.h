@@ -187,6 +187,28 @@ int64_t store_compact(store *s, size_t keep);
  * migrate`.  *ret_count and *ret_rev (may be NULL): objects copied, revision. */
 int store_copy_into(store *dst, store *src, size_t *ret_count, int64_t *ret_rev);
 
+/* A session lock: a named lock that one database session at a time holds,
+ * on a connection of its own, and that the database server releases the
+ * moment that session ends (the process died, its connection dropped), so
+ * another process learns of a dead holder at once instead of waiting out a
+ * lease.  PostgreSQL: an advisory lock; SQLite (one process): -ENOTSUP.
+ * Not thread-safe: one thread at a time per lock.
+ *
+ * store_session_lock_try(): 1 when this session holds the lock after the
+ * call (taken now, or still held: a round trip to the server proved it),
+ * 0 when another session holds it, < 0 when the server gave no answer
+ * within timeout_ms or the connection failed: the connection is then closed
+ * (which releases the lock on the server, if it still had it) and the lock
+ * must be taken to be lost; the next call reconnects.
+ * store_session_lock_break(): end the session of whoever else holds it
+ * (a holder that is connected but no longer alive); 1 when one was ended.
+ * store_session_lock_free(): release (if held) and close.  NULL is fine. */
+typedef struct store_session_lock store_session_lock;
+int store_session_lock_new(store *s, const char *name, store_session_lock **ret);
+int store_session_lock_try(store_session_lock *l, int timeout_ms);
+int store_session_lock_break(store_session_lock *l, int timeout_ms);
+void store_session_lock_free(store_session_lock *l);
+
 /* Counters for metrics and tests; a snapshot, not a consistent cut. */
 struct store_stats {
 	uint64_t commits;       /* write transactions committed */

@@ -1253,6 +1253,47 @@ static void test_crash_durability(void **state)
 	free_names(names, n);
 }
 
+/* Session locks: one holder at a time; a held lock is proved on every try;
+ * freeing the holder (its session ends) lets another take it; break ends
+ * the holder's session.  SQLite has none. */
+static void test_session_lock(void **state)
+{
+	struct fixture *f = *state;
+	store_session_lock *a = NULL, *b = NULL;
+
+#ifdef STORE_TEST_PG
+	assert_int_equal(store_session_lock_new(f->s, "leader", &a), 0);
+	assert_int_equal(store_session_lock_new(f->s, "leader", &b), 0);
+	assert_int_equal(store_session_lock_try(a, 2000), 1);
+	assert_int_equal(store_session_lock_try(b, 2000), 0);
+	assert_int_equal(store_session_lock_try(a, 2000), 1);     /* still held */
+	store_session_lock_free(a);
+	a = NULL;
+	assert_int_equal(store_session_lock_try(b, 2000), 1);
+	/* Another name is another lock. */
+	assert_int_equal(store_session_lock_new(f->s, "other", &a), 0);
+	assert_int_equal(store_session_lock_try(a, 2000), 1);
+	store_session_lock_free(a);
+	/* Break: b's session is ended, so the next proof fails and a third
+	 * session takes the lock. */
+	assert_int_equal(store_session_lock_new(f->s, "leader", &a), 0);
+	assert_int_equal(store_session_lock_try(a, 2000), 0);
+	assert_int_equal(store_session_lock_break(a, 2000), 1);
+	assert_true(store_session_lock_try(b, 2000) < 0);
+	assert_int_equal(store_session_lock_try(a, 2000), 1);
+	/* b reconnects; the lock is a's now. */
+	assert_int_equal(store_session_lock_try(b, 2000), 0);
+	store_session_lock_free(a);
+	store_session_lock_free(b);
+#else
+	assert_int_equal(store_session_lock_new(f->s, "leader", &a), -ENOTSUP);
+	assert_null(a);
+	(void)b;
+#endif
+	assert_int_equal(store_session_lock_new(f->s, "", &a), -EINVAL);
+	store_session_lock_free(NULL);
+}
+
 #ifdef STORE_TEST_PG
 /* Two stores on one database, as two replicas: one revision sequence,
  * preconditions across them, and a write through one wakes store_wait()
@@ -1413,6 +1454,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_durability, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pg_open_errors, setup, teardown),
 	};
 	int rc = tu_pg_start(&pg);
@@ -1446,6 +1488,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corrupt_page_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_disk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_durability, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_lock, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
