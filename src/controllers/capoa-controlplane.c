@@ -733,7 +733,7 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 		if (kube_get(h->api, h->k_cd, key->ns, key->name, &cd, &err) == -ENOENT) {
 			const char *cn = js(jget(oacp, "spec.config"), "clusterName");
 
-			cd = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:{s:s,s:{s:s,s:s,s:s,s:s},s:s,s:{s:{}},s:{s:s}}}",
+			cd = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:{s:s,s:{s:s,s:s,s:s,s:s},s:s,s:{s:{s:{}}},s:{s:s}}}",
 				       "apiVersion", "hive.openshift.io/v1", "kind", "ClusterDeployment", "metadata", "name",
 				       key->name, "namespace", key->ns, "labels", cp_labels(oacp), "ownerReferences",
 				       owner_ref(oacp, OACP_APIVERSION, OACP_KIND, true), "spec", "clusterName",
@@ -742,7 +742,9 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 				       "name", key->name, "baseDomain",
 				       js(jget(oacp, "spec.config"), "baseDomain") ? js(jget(oacp, "spec.config"), "baseDomain")
 										  : "",
-				       "platform", "agentBareMetal", "pullSecretRef", "name",
+				       /* agentSelector: {} as upstream's zero
+				        * LabelSelector serialises (the CRD requires it). */
+				       "platform", "agentBareMetal", "agentSelector", "pullSecretRef", "name",
 				       js(jget(oacp, "spec.config.pullSecretRef"), "name"));
 			r = cd ? create(h, h->k_cd, key->ns, cd, &err) : -ENOMEM;
 			if (r < 0 && r != -EEXIST)
@@ -1117,10 +1119,15 @@ static struct rt_result reconcile_aci(void *ctx, const struct rt_key *key)
 	json_array_foreach(jget(aci, "metadata.ownerReferences"), i, p)
 		if (!strcmp(js(p, "kind") ? js(p, "kind") : "", OACP_KIND))
 			oname = js(p, "name");
-	if (!oname || kube_get(h->api, k.oacp, key->ns, oname, &oacp, &err) < 0) {
+	if (!oname) {
 		log_warn("AgentClusterInstall %s/%s: no owner %s", key->ns, key->name, OACP_KIND);
 		json_decref(aci);
 		return rt_error(-ENOENT);
+	}
+	/* An owner that is gone: the garbage collector takes the ACI. */
+	if (jget(aci, "metadata.deletionTimestamp") || kube_get(h->api, k.oacp, key->ns, oname, &oacp, &err) < 0) {
+		json_decref(aci);
+		return rt_done();
 	}
 	gen = spec_int(oacp, "metadata.generation", 0);
 	cluster = label(oacp, LBL_CLUSTER) ? label(oacp, LBL_CLUSTER) : "";
