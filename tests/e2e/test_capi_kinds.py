@@ -306,3 +306,38 @@ def test_oacp_patch_list_watch_through_v1alpha2(capi_hub, ns):
     out = h.kubectl("get", "openshiftassistedcontrolplanes.v1alpha2.controlplane.cluster.x-k8s.io",
                     "-n", ns).stdout
     assert "API SERVER AVAILABLE" in out and "cp2" in out
+
+
+# ---- admission: an OpenshiftAssistedConfig's spec never changes ------------------
+
+def test_oac_spec_is_immutable(capi_hub, ns):
+    h = capi_hub
+    h.apply_obj({"apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha2", "kind": "OpenshiftAssistedConfig",
+                 "metadata": {"name": "imm", "namespace": ns},
+                 "spec": {"sshAuthorizedKey": "ssh-ed25519 AAAA k"}})
+    r = h.kubectl("patch", "oac", "imm", "-n", ns, "--type=merge", "-p", '{"spec":{"sshAuthorizedKey":"other"}}',
+                  check=False)
+    assert r.returncode != 0
+    assert "spec is immutable" in r.stderr, r.stderr
+    r = h.request("PATCH", OAC.format(v="v1alpha2", ns=ns) + "/imm", {"spec": {"cpuArchitecture": "aarch64"}},
+                  content_type="application/merge-patch+json")
+    assert r.status == 400, r
+    st = r.json()
+    assert st["reason"] == "BadRequest"
+    assert st["message"] == ('admission webhook "v1alpha2.validation.openshiftassistedconfig.bootstrap.cluster.x-k8s.io"'
+                             ' denied the request: spec is immutable')
+    # Through v1alpha1 too; the object is unchanged.
+    r = h.request("PATCH", OAC.format(v="v1alpha1", ns=ns) + "/imm", {"spec": {"osImageVersion": "4.19"}},
+                  content_type="application/merge-patch+json")
+    assert r.status == 400 and "spec is immutable" in r.json()["message"], r
+    got = ok(h.get(OAC.format(v="v1alpha2", ns=ns) + "/imm"))
+    assert got["spec"]["sshAuthorizedKey"] == "ssh-ed25519 AAAA k" and "osImageVersion" not in got["spec"]
+    # Metadata and status change freely.
+    h.kubectl("label", "oac", "imm", "-n", ns, "capi=yes")
+    got = ok(h.get(OAC.format(v="v1alpha2", ns=ns) + "/imm"))
+    got["status"] = {"dataSecretName": "imm", "initialization": {"dataSecretCreated": True}}
+    ok(h.request("PUT", OAC.format(v="v1alpha2", ns=ns) + "/imm/status", got))
+    # An apply with the same spec is no change.
+    h.apply_obj({"apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha2", "kind": "OpenshiftAssistedConfig",
+                 "metadata": {"name": "imm", "namespace": ns},
+                 "spec": {"sshAuthorizedKey": "ssh-ed25519 AAAA k"}})
