@@ -90,6 +90,12 @@ static json_t *jget(const json_t *o, const char *path)
 	return cur;
 }
 
+/* A new reference: a deep copy of v when it is an object, else {}. */
+static json_t *copy_obj(const json_t *v)
+{
+	return json_is_object(v) ? json_deep_copy(v) : json_object();
+}
+
 struct kinds {
 	const struct kube_kind *oacp, *oac, *cluster, *machine, *md, *cm;
 };
@@ -437,12 +443,7 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	}
 
 	/* The infrastructure machine (CAPI's GenerateTemplate). */
-	l = json_deep_copy(jget(tmpl, "spec.template.metadata.labels") ? jget(tmpl, "spec.template.metadata.labels")
-									: json_object());
-	if (!json_is_object(l)) {
-		json_decref(l);
-		l = json_object();
-	}
+	l = copy_obj(jget(tmpl, "spec.template.metadata.labels"));
 	merge_into(l, labels);
 	a = json_object();
 	merge_into(a, jget(tmpl, "spec.template.metadata.annotations"));
@@ -450,10 +451,10 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	snprintf(gk, sizeof(gk), "%s.%s", tkind, group);
 	json_object_set_new(a, ANN_CLONED_NAME, json_string(tname));
 	json_object_set_new(a, ANN_CLONED_GK, json_string(gk));
-	infra = json_pack("{s:s+++,s:s,s:{s:s,s:s,s:o,s:o,s:[o]},s:O}", "apiVersion", kt->group, "/", kt->version, "",
+	infra = json_pack("{s:s+++,s:s,s:{s:s,s:s,s:o,s:o,s:[o]},s:o}", "apiVersion", kt->group, "/", kt->version, "",
 			  "kind", ikind, "metadata", "name", name, "namespace", ns, "labels", l, "annotations", a,
 			  "ownerReferences", owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "spec",
-			  jget(tmpl, "spec.template.spec") ? jget(tmpl, "spec.template.spec") : json_object());
+			  copy_obj(jget(tmpl, "spec.template.spec")));
 	json_decref(tmpl);
 	if (!infra) {
 		json_decref(labels);
@@ -478,11 +479,10 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	merge_into(a, jget(oacp, "metadata.annotations"));
 	json_object_del(a, ANN_CONVERSION);
 	json_object_del(a, "kubectl.kubernetes.io/last-applied-configuration");
-	oac = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o,s:[o]},s:O}", "apiVersion", "bootstrap.cluster.x-k8s.io/v1alpha2",
+	oac = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o,s:[o]},s:o}", "apiVersion", "bootstrap.cluster.x-k8s.io/v1alpha2",
 			"kind", "OpenshiftAssistedConfig", "metadata", "name", name, "namespace", ns, "labels", l,
 			"annotations", a, "ownerReferences", owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "spec",
-			json_is_object(jget(oacp, "spec.openshiftAssistedConfigSpec"))
-				? jget(oacp, "spec.openshiftAssistedConfigSpec") : json_object());
+			copy_obj(jget(oacp, "spec.openshiftAssistedConfigSpec")));
 	r = oac ? create(h, k->oac, ns, oac, &err) : -ENOMEM;
 	json_decref(oac);
 	if (r < 0) {
@@ -545,21 +545,22 @@ static bool machine_up_to_date(struct hub *h, const struct kinds *k, const json_
 	const json_t *mt = jget(oacp, "spec.machineTemplate");
 	json_t *want = json_is_object(json_object_get(mt, "deletion")) ? json_incref(json_object_get(mt, "deletion"))
 								       : json_pack("{s:i}", "nodeDeletionTimeoutSeconds", 10);
-	json_t *oac = NULL;
-	bool ok = json_equal(want, jget(m, "spec.deletion") ? jget(m, "spec.deletion") : json_object());
+	json_t *oac = NULL, *have = copy_obj(jget(m, "spec.deletion"));
+	bool ok = json_equal(want, have);
 	ah_err err;
 
 	json_decref(want);
+	json_decref(have);
 	if (ok && nonempty(js(jget(m, "spec.bootstrap.configRef"), "name")) &&
 	    kube_get(h->api, k->oac, meta(m, "namespace"), js(jget(m, "spec.bootstrap.configRef"), "name"), &oac,
 		     &err) == 0) {
 		const json_t *t = jget(oacp, "spec.openshiftAssistedConfigSpec");
-		json_t *tc = json_is_object(t) ? json_deep_copy(t) : json_object(), *sc = json_deep_copy(json_object_get(oac, "spec"));
+		json_t *tc = copy_obj(t), *sc = copy_obj(json_object_get(oac, "spec"));
 
 		/* Semantically: the defaults the schema gives count as equal. */
-		if (sc && !json_object_get(tc, "cpuArchitecture") && json_object_get(sc, "cpuArchitecture"))
+		if (!json_object_get(tc, "cpuArchitecture") && json_object_get(sc, "cpuArchitecture"))
 			json_object_set(tc, "cpuArchitecture", json_object_get(sc, "cpuArchitecture"));
-		ok = json_equal(tc, sc ? sc : json_object());
+		ok = json_equal(tc, sc);
 		json_decref(tc);
 		json_decref(sc);
 		json_decref(oac);
@@ -951,11 +952,10 @@ static struct rt_result reconcile_cd(void *ctx, const struct rt_key *key)
 					      "metadata", "name", REGISTRY_CM, "namespace", key->ns, "ownerReferences",
 					      owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "data", data);
 
-			r = create(h, k.cm, key->ns, b, &err);
+			r = b ? create(h, k.cm, key->ns, b, &err) : -ENOMEM;
 			json_decref(b);
 		} else if (have && !json_equal(json_object_get(have, "data"), data)) {
 			p = json_pack("{s:O}", "data", data);
-			json_object_set_new(p, "data", json_deep_copy(data));
 			r = patch(h, k.cm, key->ns, REGISTRY_CM, p, false, NULL);
 			json_decref(p);
 		}

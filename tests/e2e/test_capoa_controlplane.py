@@ -348,3 +348,18 @@ def test_bad_distribution_version(module_hub, ns, version, ctype, reason, messag
         # Nothing else happens below the floor.
         assert get(hub, ns, "clusterdeployments.hive.openshift.io", "c3-cp", check=False) is None
         assert machines(hub, ns, "c3-cp") == []
+
+
+def test_missing_infrastructure_template(module_hub, ns):
+    hub = module_hub
+    cluster = make_cluster(hub, ns, "c4", "c4-cp")
+    make_oacp(hub, ns, "c4-cp", "c4", owner=cluster)   # no Metal3MachineTemplate c4-cp-m3mt
+    o = wait_for(lambda: (lambda o: o if cond(o, "MachinesCreated") else None)(get(hub, ns, "oacp", "c4-cp")),
+                 timeout=WAIT, interval=0.3, what="MachinesCreated")
+    c = cond(o, "MachinesCreated")
+    assert (c["status"], c["reason"]) == ("False", "InfrastructureTemplateCloningFailed")
+    assert "c4-cp-m3mt" in c["message"]
+    assert machines(hub, ns, "c4-cp") == []
+    # The template appears: the Machine follows (the retry's back-off).
+    make_template(hub, ns, "c4-cp-m3mt")
+    wait_for(lambda: len(machines(hub, ns, "c4-cp")) == 1, timeout=90, interval=0.5, what="the Machine")
