@@ -141,11 +141,19 @@ static int create(struct hub *h, const struct kube_kind *k, const char *ns, json
 	return r;
 }
 
+/* A controller reference (controller and blockOwnerDeletion true), or a
+ * plain owner reference (neither field), as controller-runtime's
+ * SetControllerReference / SetOwnerReference write them. */
 static json_t *owner_ref(const json_t *obj, const char *api_version, const char *kind, bool controller)
 {
-	return json_pack("{s:s,s:s,s:s,s:s,s:b,s:b}", "apiVersion", api_version, "kind", kind, "name", meta(obj, "name"),
-			 "uid", meta(obj, "uid") ? meta(obj, "uid") : "", "controller", controller, "blockOwnerDeletion",
-			 1);
+	json_t *r = json_pack("{s:s,s:s,s:s,s:s}", "apiVersion", api_version, "kind", kind, "name", meta(obj, "name"),
+			      "uid", meta(obj, "uid") ? meta(obj, "uid") : "");
+
+	if (r && controller) {
+		json_object_set_new(r, "controller", json_true());
+		json_object_set_new(r, "blockOwnerDeletion", json_true());
+	}
+	return r;
 }
 
 /* The control-plane-name label value: the name, or a hash of it past 63
@@ -344,8 +352,8 @@ static const char *kube_version(struct hub *h, const char *ver, const char *imag
 	size_t i;
 
 	if (capoa_parse_version(ver, &v) < 0) {
-		snprintf(why, size, "failed to get k8s version from image %s: distributionVersion %s is not a version",
-			 image, ver ? ver : "");
+		snprintf(why, size, "distributionVersion %s is not a version: no release image %s", ver ? ver : "",
+			 image);
 		return NULL;
 	}
 	for (i = 0; i < hub_os_images_count(h); i++) {
@@ -356,8 +364,8 @@ static const char *kube_version(struct hub *h, const char *ver, const char *imag
 	}
 	kube = capoa_kube_version(v.major, v.minor);
 	if (i == hub_os_images_count(h) || !kube) {
-		snprintf(why, size, "failed to get k8s version from image %s: release image not found: no release of "
-			 "OpenShift %ld.%ld is known to this hub", image, v.major, v.minor);
+		snprintf(why, size, "image not found: %s: no release of OpenShift %ld.%ld is known to this hub", image,
+			 v.major, v.minor);
 		return NULL;
 	}
 	return kube;
@@ -436,7 +444,8 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	}
 	if (!kt || !ki || kube_get(h->api, kt, ns, tname, &tmpl, &err) < 0) {
 		*reason = "InfrastructureTemplateCloningFailed";
-		snprintf(msg, size, "failed to retrieve %.60s %.60s/%.100s: %.200s", tkind, ns, tname,
+		snprintf(msg, size, "error fetching infrastructure template: failed to retrieve %.60s %.60s/%.100s: %.200s",
+			 tkind, ns, tname,
 			 !kt || !ki ? "the kind is not served" : err.message);
 		json_decref(labels);
 		return -ENOENT;
@@ -464,7 +473,7 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	json_decref(infra);
 	if (r < 0) {
 		*reason = "InfrastructureTemplateCloningFailed";
-		snprintf(msg, size, "%.400s", err.message);
+		snprintf(msg, size, "error creating infrastructure clone: %.400s", err.message);
 		json_decref(labels);
 		return r;
 	}
@@ -475,10 +484,9 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	merge_into(l, jget(oacp, "metadata.labels"));
 	merge_into(l, labels);
 	a = json_object();
-	merge_into(a, jget(mt, "metadata.annotations"));
 	merge_into(a, jget(oacp, "metadata.annotations"));
 	json_object_del(a, ANN_CONVERSION);
-	json_object_del(a, "kubectl.kubernetes.io/last-applied-configuration");
+	merge_into(a, jget(mt, "metadata.annotations"));
 	oac = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o,s:[o]},s:o}", "apiVersion", "bootstrap.cluster.x-k8s.io/v1alpha2",
 			"kind", "OpenshiftAssistedConfig", "metadata", "name", name, "namespace", ns, "labels", l,
 			"annotations", a, "ownerReferences", owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "spec",
@@ -487,7 +495,7 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	json_decref(oac);
 	if (r < 0) {
 		*reason = "BootstrapTemplateCloningFailed";
-		snprintf(msg, size, "%.400s", r == -ENOMEM ? "out of memory" : err.message);
+		snprintf(msg, size, "error creating bootstrap config: %.400s", r == -ENOMEM ? "out of memory" : err.message);
 		goto undo;
 	}
 	created = 2;
@@ -509,7 +517,7 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	json_decref(machine);
 	if (r < 0) {
 		*reason = "MachineGenerationFailed";
-		snprintf(msg, size, "%.400s", r == -ENOMEM ? "out of memory" : err.message);
+		snprintf(msg, size, "error creating machine %.400s", r == -ENOMEM ? "out of memory" : err.message);
 		goto undo;
 	}
 	json_decref(labels);
@@ -607,7 +615,7 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 	struct kinds k;
 	json_t *oacp = NULL, *cluster = NULL, *status = NULL, *conds, *pairs = NULL, *p, **machines = NULL;
 	const char *ver, *cname, *creason = NULL;
-	char why[512], msg[512], sel[400], *image = NULL;
+	char why[512], msg[1100], sel[400], *image = NULL;
 	int64_t gen, want;
 	size_t i, n = 0, ready = 0, avail = 0, uptodate = 0;
 	struct rt_result res = rt_done();
@@ -737,7 +745,7 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 			cd = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:{s:s,s:{s:s,s:s,s:s,s:s},s:s,s:{s:{s:{}}},s:{s:s}}}",
 				       "apiVersion", "hive.openshift.io/v1", "kind", "ClusterDeployment", "metadata", "name",
 				       key->name, "namespace", key->ns, "labels", cp_labels(oacp), "ownerReferences",
-				       owner_ref(oacp, OACP_APIVERSION, OACP_KIND, true), "spec", "clusterName",
+				       owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "spec", "clusterName",
 				       nonempty(cn) ? cn : cname, "clusterInstallRef", "group",
 				       "extensions.hive.openshift.io", "version", "v1beta1", "kind", "AgentClusterInstall",
 				       "name", key->name, "baseDomain",
@@ -763,9 +771,17 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 			json_object_set_new(status, "version", json_string(kube));
 			set_cond(conds, "KubernetesVersionAvailable", true, NULL, NULL, gen);
 		} else {
-			set_cond(conds, "KubernetesVersionAvailable", false, "KubernetesVersionUnavailable", why, gen);
-			if (strstr(why, "release image not found"))
-				set_cond(conds, "UpgradeAvailable", false, "UpgradeImageUnavailable", why, gen);
+			/* Upstream: the error in the condition; an image not
+			 * found also marks the upgrade unavailable and ends the
+			 * pass (no Machines); here both cases end it, as
+			 * upstream's other errors would (surprise 5). */
+			snprintf(msg, sizeof(msg), "failed to get k8s version from release image: %s", why);
+			set_cond(conds, "KubernetesVersionAvailable", false, "KubernetesVersionUnavailable", msg, gen);
+			snprintf(msg, sizeof(msg), "upgrade unavailable: %s", why);
+			set_cond(conds, "UpgradeAvailable", false, "UpgradeImageUnavailable", msg, gen);
+			set_ready(conds, gen);
+			res = rt_error(-ENOENT);
+			goto write;
 		}
 	}
 	/* 10. Upgrades (§C.9): the workload cluster's ClusterVersion is out of
@@ -853,12 +869,14 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 		snprintf(sel, sizeof(sel), "%s=%s,%s", LBL_CP_NAME, cpv, LBL_CP);
 		json_object_set_new(status, "selector", json_string(sel));
 	}
-	if ((int64_t)n == want)
+	/* Upstream's rules: MachinesCreated True once as many Machines are
+	 * ready as wanted; MachinesReady only when Machines are wanted. */
+	if ((int64_t)ready == want)
 		set_cond(conds, "MachinesCreated", true, NULL, NULL, gen);
-	if ((int64_t)ready == want && (int64_t)n == want) {
+	if ((int64_t)ready == want && want > 0) {
 		set_cond(conds, "MachinesReady", true, NULL, NULL, gen);
-	} else {
-		snprintf(msg, sizeof(msg), "%zu of %zu machines are ready", ready, n);
+	} else if (want > 0) {
+		snprintf(msg, sizeof(msg), "%zu of %lld machines are ready", ready, (long long)want);
 		set_cond(conds, "MachinesReady", false, "MachinesNotReady", msg, gen);
 	}
 	set_ready(conds, gen);
@@ -1032,7 +1050,7 @@ static struct rt_result reconcile_cd(void *ctx, const struct rt_key *key)
 		json_t *b = json_pack("{s:s,s:s,s:{s:s,s:s,s:O,s:O,s:[o]},s:O}", "apiVersion",
 				      "extensions.hive.openshift.io/v1beta1", "kind", "AgentClusterInstall", "metadata",
 				      "name", key->name, "namespace", key->ns, "labels", labels, "annotations", ann,
-				      "ownerReferences", owner_ref(oacp, OACP_APIVERSION, OACP_KIND, true), "spec", spec);
+				      "ownerReferences", owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "spec", spec);
 
 		r = b ? create(h, h->k_aci, key->ns, b, &err) : -ENOMEM;
 		if (r < 0 && r != -ENOMEM)
