@@ -734,6 +734,8 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 		json_object_set(oacp, "spec", json_object_get(out, "spec"));
 		json_object_set(json_object_get(oacp, "metadata"), "resourceVersion", jget(out, "metadata.resourceVersion"));
 		json_decref(out);
+		/* The spec was replaced: what pointed into it is read again. */
+		ver = js(jget(oacp, "spec"), "distributionVersion");
 	}
 	/* 7. The ClusterDeployment (create-only). */
 	{
@@ -1263,6 +1265,20 @@ static void cluster_label_to_cds(struct rt_controller *c, void *ctx, const struc
 	json_decref(pairs);
 }
 
+/* Only the objects of this provider reach its queues (the hub's own
+ * ClusterDeployments and ACIs are many, and not its business). */
+static void capi_cd_self(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	if (ev->obj && label(ev->obj, LBL_CLUSTER))
+		rt_enqueue(c, ev->so->ns, ev->so->name);
+}
+
+static void capi_aci_self(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	if (ev->obj && label(ev->obj, LBL_ACI_CONSUMER))
+		rt_enqueue(c, ev->so->ns, ev->so->name);
+}
+
 int hub_capoa_controlplane_register(struct hub *h)
 {
 	struct kinds k;
@@ -1302,7 +1318,11 @@ int hub_capoa_controlplane_register(struct hub *h)
 		struct rt_controller_def d = {
 			.name = "CAPOAClusterDeployment", .reconcile = reconcile_cd, .ctx = h,
 			.watches = {
-				{ .resource = h->k_cd->store_key, .map = RT_MAP_SELF },
+				{ .resource = h->k_cd->store_key, .map = RT_MAP_FN, .fn = capi_cd_self },
+				/* An OACP names its CD (upstream enqueues the OACP's
+				 * own name); MachineDeployments, OACs and Clusters
+				 * reach the CDs labelled with their cluster (upstream
+				 * enqueues an MD's own name, which names no CD). */
 				{ .resource = k.oacp->store_key, .map = RT_MAP_SELF },
 				{ .resource = k.md->store_key, .map = RT_MAP_FN, .fn = cluster_label_to_cds },
 				{ .resource = k.oac->store_key, .map = RT_MAP_FN, .fn = cluster_label_to_cds },
@@ -1315,7 +1335,7 @@ int hub_capoa_controlplane_register(struct hub *h)
 		struct rt_controller_def d = {
 			.name = "CAPOAAgentClusterInstall", .reconcile = reconcile_aci, .ctx = h,
 			.watches = {
-				{ .resource = h->k_aci->store_key, .map = RT_MAP_SELF },
+				{ .resource = h->k_aci->store_key, .map = RT_MAP_FN, .fn = capi_aci_self },
 			},
 		};
 		r = rt_register(h->rt, &d, NULL);
