@@ -392,6 +392,11 @@ static enum http_result reply_resource_list(struct kubeapi *ka, struct http_req 
 		json_array_append_new(list, resource_entry(k, false));
 		if (k->has_status)
 			json_array_append_new(list, resource_entry(k, true));
+		if (k->scale_spec_replicas)
+			json_array_append_new(list, json_pack("{s:s+,s:s,s:b,s:s,s:s,s:s,s:[sss]}", "name", k->plural,
+							      "/scale", "singularName", "", "namespaced", k->namespaced,
+							      "group", "autoscaling", "version", "v1", "kind", "Scale",
+							      "verbs", "get", "patch", "update"));
 		if (!k->group[0] && strcmp(k->plural, "serviceaccounts") == 0)
 			json_array_append_new(list, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[s]}", "name",
 							      "serviceaccounts/token", "singularName", "",
@@ -855,6 +860,7 @@ struct target {
 	char ns[256];     /* "" = cluster-scoped or all namespaces */
 	char name[256];   /* "" = collection */
 	bool status;
+	bool scale;       /* the scale subresource (autoscaling/v1 Scale) */
 	bool token;       /* serviceaccounts/NAME/token (TokenRequest) */
 	bool crd;         /* apiextensions customresourcedefinitions */
 };
@@ -918,6 +924,8 @@ static int parse_target(struct kubeapi *ka, const char *path, struct target *t)
 				if (strcmp(p, "/token") == 0 && !t->group[0] &&
 				    strcmp(t->plural, "serviceaccounts") == 0)
 					t->token = true;
+				else if (strcmp(p, "/scale") == 0)
+					t->scale = true;
 				else if (strcmp(p, "/status") != 0)
 					return -ENOENT;
 				else
@@ -934,9 +942,12 @@ static int parse_target(struct kubeapi *ka, const char *path, struct target *t)
 		if (*p && !seg(&p, t->name, sizeof(t->name)))
 			return -ENOENT;
 		if (*p) {
-			if (strcmp(p, "/status") != 0)
+			if (strcmp(p, "/scale") == 0)
+				t->scale = true;
+			else if (strcmp(p, "/status") != 0)
 				return -ENOENT;
-			t->status = true;
+			else
+				t->status = true;
 		}
 	}
 	if (strcmp(t->group, "apiextensions.k8s.io") == 0 && strcmp(t->plural, "customresourcedefinitions") == 0 &&
@@ -948,6 +959,8 @@ static int parse_target(struct kubeapi *ka, const char *path, struct target *t)
 	if (!t->k)
 		return -ENOENT;
 	if (t->status && !t->k->has_status)
+		return -ENOENT;
+	if (t->scale && !t->k->scale_spec_replicas)
 		return -ENOENT;
 	if (!t->k->namespaced && t->ns[0])
 		return -ENOENT;
@@ -2450,6 +2463,218 @@ done:
 	return res;
 }
 
+/* --- the scale subresource ----------------------------------------------- */
+
+/* A CRD's scale paths are simple JSON paths (".spec.replicas"). */
+static json_t *path_get(const json_t *o, const char *path)
+{
+	char key[128];
+	const char *p = path, *dot;
+
+	if (!path || *p != '.')
+		return NULL;
+	p++;
+	while (o && (dot = strchr(p, '.')) != NULL) {
+		size_t n = (size_t)(dot - p);
+
+		if (n >= sizeof(key))
+			return NULL;
+		memcpy(key, p, n);
+		key[n] = '\0';
+		o = json_object_get(o, key);
+		p = dot + 1;
+	}
+	return json_is_object(o) ? json_object_get(o, p) : NULL;
+}
+
+static int path_set(json_t *o, const char *path, json_t *v)
+{
+	char key[128];
+	const char *p = path, *dot;
+
+	if (!path || *p != '.') {
+		json_decref(v);
+		return -EINVAL;
+	}
+	p++;
+	while ((dot = strchr(p, '.')) != NULL) {
+		size_t n = (size_t)(dot - p);
+		json_t *next;
+
+		if (n >= sizeof(key)) {
+			json_decref(v);
+			return -EINVAL;
+		}
+		memcpy(key, p, n);
+		key[n] = '\0';
+		next = json_object_get(o, key);
+		if (!json_is_object(next)) {
+			next = json_object();
+			json_object_set_new(o, key, next);
+		}
+		o = next;
+		p = dot + 1;
+	}
+	return json_object_set_new(o, p, v);
+}
+
+/* The autoscaling/v1 Scale of an object (stored form), as kube-apiserver
+ * builds it for a custom resource. */
+static json_t *scale_of(const struct kube_kind *k, const json_t *obj)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	json_t *sc, *m = json_object(), *spec = json_object(), *status = json_object();
+	json_t *sel = path_get(obj, k->scale_label_selector);
+	json_int_t want = json_integer_value(path_get(obj, k->scale_spec_replicas));
+	const char *keys[] = { "name", "namespace", "uid", "resourceVersion", "creationTimestamp" };
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (json_object_get(meta, keys[i]))
+			json_object_set(m, keys[i], json_object_get(meta, keys[i]));
+	if (want)
+		json_object_set_new(spec, "replicas", json_integer(want));
+	json_object_set_new(status, "replicas", json_integer(json_integer_value(path_get(obj, k->scale_status_replicas))));
+	if (json_is_string(sel) && json_string_length(sel))
+		json_object_set(status, "selector", sel);
+	sc = json_pack("{s:s,s:s,s:o,s:o,s:o}", "kind", "Scale", "apiVersion", "autoscaling/v1", "metadata", m,
+		       "spec", spec, "status", status);
+	return sc;
+}
+
+/* GET, PUT and PATCH (JSON merge, strategic merge, JSON patch) of
+ * .../NAME/scale for kinds whose CRD declares the scale subresource: the
+ * Scale's spec.replicas is written to the object's spec replicas path;
+ * status.replicas and status.selector are read from the object. */
+static enum http_result handle_scale(struct kubeapi *ka, struct http_req *req, const struct target *t)
+{
+	const struct kube_kind *sk = STORED(t->k);
+	struct kube_opts o = { 0 };
+	json_t *body = NULL, *obj = NULL, *ret = NULL, *scale = NULL, *want = NULL, *causes = json_array();
+	const char *m = req->method, *ct = NULL;
+	char manager[128];
+	enum http_result res;
+	ah_err err;
+	int r, attempt;
+
+	ah_err_clear(&err);
+	o.causes = causes;
+	field_manager(req, manager, sizeof(manager));
+	o.field_manager = manager;
+	r = parse_opts(req, &o, &err);
+	if (r == 0)
+		r = check_query(req, true, &err);
+	if (r < 0)
+		goto fail;
+	if (strcmp(m, "GET") == 0) {
+		r = kube_get(ka->api, sk, t->ns, t->name, &obj, &err);
+		if (r < 0)
+			goto fail;
+		scale = scale_of(sk, obj);
+		res = http_reply_json(req, 200, scale);
+		goto done;
+	}
+	if (strcmp(m, "PUT") == 0) {
+		r = parse_body(req, BODY_OBJECT, &body, &err);
+	} else if (strcmp(m, "PATCH") == 0) {
+		ct = http_header(req, "Content-Type");
+		if (!ct || (!strstr(ct, "merge-patch+json") && !strstr(ct, "json-patch+json"))) {
+			r = ah_err_set(&err, EINVAL, 415, "UnsupportedMediaType",
+				       "the body of the request was in an unknown format - accepted media types include: "
+				       "application/json-patch+json, application/merge-patch+json, "
+				       "application/strategic-merge-patch+json");
+			goto fail;
+		}
+		r = parse_body(req, BODY_PATCH, &body, &err);
+	} else {
+		r = ah_err_set(&err, EINVAL, 405, "MethodNotAllowed",
+			       "the server does not allow this method on the requested resource");
+	}
+	if (r < 0)
+		goto fail;
+	for (attempt = 0; attempt < 8; attempt++) {
+		const char *want_rv, *rv;
+		json_t *rj;
+
+		json_decref(obj);
+		json_decref(scale);
+		json_decref(want);
+		obj = scale = want = NULL;
+		r = kube_get(ka->api, sk, t->ns, t->name, &obj, &err);
+		if (r < 0)
+			goto fail;
+		scale = scale_of(sk, obj);
+		if (body && strcmp(m, "PUT") == 0) {
+			want = json_incref(body);
+		} else if (strstr(ct, "json-patch+json") && !strstr(ct, "merge")) {
+			r = patch_json(scale, body, &want, &err);
+		} else {
+			r = patch_merge(scale, body, &want, &err);
+		}
+		if (r < 0)
+			goto fail;
+		if (!json_is_object(want)) {
+			r = ah_err_set(&err, EINVAL, 400, "BadRequest", "the body of the request is not a Scale object");
+			goto fail;
+		}
+		rj = json_object_get(json_object_get(want, "spec"), "replicas");
+		if (rj && !json_is_null(rj) && !json_is_integer(rj)) {
+			r = ah_err_set(&err, EINVAL, 400, "BadRequest",
+				       "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal %s into Go struct field ScaleSpec.spec.replicas of type int32",
+				       json_is_string(rj) ? "string" : json_is_real(rj) ? "number" : json_is_boolean(rj) ? "bool" :
+				       json_is_array(rj) ? "array" : "object");
+			goto fail;
+		}
+		if (json_integer_value(rj) < 0 || json_integer_value(rj) > 2147483647) {
+			r = ah_err_set(&err, EINVAL, 422, "Invalid",
+				       "Scale.autoscaling \"%s\" is invalid: spec.replicas: Invalid value: %lld: must be greater than or equal to 0",
+				       t->name, (long long)json_integer_value(rj));
+			if (json_integer_value(rj) > 2147483647)
+				ah_err_set(&err, EINVAL, 422, "Invalid",
+					   "Scale.autoscaling \"%s\" is invalid: spec.replicas: Invalid value: %lld: must be less than or equal to 2147483647",
+					   t->name, (long long)json_integer_value(rj));
+			goto fail;
+		}
+		/* A resourceVersion in the Scale is a precondition. */
+		want_rv = json_string_value(json_object_get(json_object_get(want, "metadata"), "resourceVersion"));
+		rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+		if (want_rv && *want_rv && (!rv || strcmp(want_rv, rv) != 0)) {
+			r = ah_err_set(&err, ESTALE, 409, "Conflict",
+				       "Operation cannot be fulfilled on %s \"%s\": the object has been modified; please apply your changes to the latest version and try again",
+				       kube_kind_resource_name(sk), t->name);
+			goto fail;
+		}
+		r = path_set(obj, sk->scale_spec_replicas, json_integer(json_integer_value(rj)));
+		if (r < 0) {
+			r = ah_err_set(&err, EINVAL, 500, "InternalError", "bad specReplicasPath %s", sk->scale_spec_replicas);
+			goto fail;
+		}
+		json_decref(ret);
+		ret = NULL;
+		r = kube_update(ka->api, sk, t->ns, t->name, obj, &o, &ret, &err);
+		if (r == -ESTALE && !(want_rv && *want_rv))
+			continue;
+		break;
+	}
+	if (r < 0)
+		goto fail;
+	json_decref(scale);
+	scale = scale_of(sk, ret ? ret : obj);
+	res = http_reply_json(req, 200, scale);
+	goto done;
+fail:
+	res = kubeapi_reply_status(req, &err, t->k->group, t->k->plural, t->name, causes);
+done:
+	free(o.text);
+	json_decref(body);
+	json_decref(obj);
+	json_decref(ret);
+	json_decref(scale);
+	json_decref(want);
+	json_decref(causes);
+	return res;
+}
+
 /* The RBAC attributes of a resource request, as kube-apiserver's RequestInfo. */
 static void target_attrs(struct http_req *req, const struct target *t, struct rbac_attrs *a)
 {
@@ -2459,7 +2684,7 @@ static void target_attrs(struct http_req *req, const struct target *t, struct rb
 	a->resource_request = true;
 	a->group = t->group;
 	a->resource = t->plural;
-	a->subresource = t->status ? "status" : t->token ? "token" : "";
+	a->subresource = t->status ? "status" : t->scale ? "scale" : t->token ? "token" : "";
 	a->name = t->name;
 	/* A namespace's own requests are in that namespace. */
 	a->ns = t->ns[0] || strcmp(t->plural, "namespaces") != 0 || t->group[0] ? t->ns : t->name;
@@ -2560,7 +2785,7 @@ enum http_result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *
 			return auth_review(ka->rbac, req, t.k, &id);
 		if (auth_check_escalation(ka->api, ka->rbac, &id, req, t.k, t.ns, t.name, &err) < 0)
 			return kubeapi_reply_status(req, &err, t.k->group, t.k->plural, t.name, NULL);
-		res = handle_resource(ka, req, &t);
+		res = t.scale ? handle_scale(ka, req, &t) : handle_resource(ka, req, &t);
 		if (!t.group[0] && strcmp(t.plural, "namespaces") == 0 && !t.status &&
 		    (strcmp(req->method, "POST") == 0 || strcmp(req->method, "PATCH") == 0 ||
 		     strcmp(req->method, "PUT") == 0))

@@ -116,6 +116,7 @@ def test_crd_served(capi_hub, resource, group, versions, storage, kind, short, s
         names = {x["name"]: x for x in r["resources"]}
         assert resource in names
         assert (f"{resource}/status" in names) == ("status" in got[version].get("subresources", {}))
+        assert (f"{resource}/scale" in names) == scale
     g = capi_hub.get_json(f"/apis/{group}")
     assert [v["version"] for v in g["versions"]] == sorted(versions, reverse=True)
     assert g["preferredVersion"]["version"] == storage
@@ -341,3 +342,101 @@ def test_oac_spec_is_immutable(capi_hub, ns):
     h.apply_obj({"apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha2", "kind": "OpenshiftAssistedConfig",
                  "metadata": {"name": "imm", "namespace": ns},
                  "spec": {"sshAuthorizedKey": "ssh-ed25519 AAAA k"}})
+
+
+# ---- the scale subresource -------------------------------------------------------
+
+KUBECTLS = sorted(pathlib.Path("/usr/lib/google-cloud-sdk/bin").glob("kubectl.1.*"))
+
+MD = "/apis/cluster.x-k8s.io/v1beta2/namespaces/{ns}/machinedeployments"
+
+
+def machinedeployment(name, replicas):
+    return {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
+            "metadata": {"name": name},
+            "spec": {"clusterName": "c", "replicas": replicas,
+                     "selector": {"matchLabels": {"cluster.x-k8s.io/cluster-name": "c"}},
+                     "template": {"metadata": {"labels": {"cluster.x-k8s.io/cluster-name": "c"}},
+                                  "spec": {"clusterName": "c",
+                                           "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io",
+                                                                       "kind": "OpenshiftAssistedConfigTemplate",
+                                                                       "name": "w"}},
+                                           "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                                                 "kind": "Metal3MachineTemplate", "name": "w"}}}}}
+
+
+def test_scale_subresource_http(capi_hub, ns):
+    h = capi_hub
+    created = ok(h.request("POST", MD.format(ns=ns), machinedeployment("md1", 2)), 201)
+    md = ok(h.get(MD.format(ns=ns) + "/md1"))
+    md["status"] = {"replicas": 2, "selector": "cluster.x-k8s.io/cluster-name=c"}
+    ok(h.request("PUT", MD.format(ns=ns) + "/md1/status", md))
+    sc = ok(h.get(MD.format(ns=ns) + "/md1/scale"))
+    assert sc["kind"] == "Scale" and sc["apiVersion"] == "autoscaling/v1"
+    assert sc["metadata"]["name"] == "md1" and sc["metadata"]["uid"] == created["metadata"]["uid"]
+    assert sc["spec"] == {"replicas": 2}
+    assert sc["status"] == {"replicas": 2, "selector": "cluster.x-k8s.io/cluster-name=c"}
+    # PUT
+    sc["spec"]["replicas"] = 4
+    got = ok(h.request("PUT", MD.format(ns=ns) + "/md1/scale", sc))
+    assert got["spec"]["replicas"] == 4
+    assert ok(h.get(MD.format(ns=ns) + "/md1"))["spec"]["replicas"] == 4
+    # A stale resourceVersion is a conflict.
+    r = h.request("PUT", MD.format(ns=ns) + "/md1/scale", sc)
+    assert r.status == 409, r
+    # merge patch and JSON patch
+    got = ok(h.request("PATCH", MD.format(ns=ns) + "/md1/scale", {"spec": {"replicas": 1}},
+                       content_type="application/merge-patch+json"))
+    assert got["spec"]["replicas"] == 1
+    got = ok(h.request("PATCH", MD.format(ns=ns) + "/md1/scale",
+                       [{"op": "replace", "path": "/spec/replicas", "value": 5}],
+                       content_type="application/json-patch+json"))
+    assert got["spec"]["replicas"] == 5
+    # Scaling changes the spec: the generation moves.
+    assert ok(h.get(MD.format(ns=ns) + "/md1"))["metadata"]["generation"] == 4
+    # Bad replicas
+    r = h.request("PATCH", MD.format(ns=ns) + "/md1/scale", {"spec": {"replicas": -1}},
+                  content_type="application/merge-patch+json")
+    assert r.status == 422 and "spec.replicas" in r.json()["message"], r
+    r = h.request("PATCH", MD.format(ns=ns) + "/md1/scale", {"spec": {"replicas": "three"}},
+                  content_type="application/merge-patch+json")
+    assert r.status == 400, r
+    # dry run stores nothing
+    ok(h.request("PATCH", MD.format(ns=ns) + "/md1/scale?dryRun=All", {"spec": {"replicas": 9}},
+                 content_type="application/merge-patch+json"))
+    assert ok(h.get(MD.format(ns=ns) + "/md1"))["spec"]["replicas"] == 5
+    # Kinds without the subresource, and absent objects.
+    assert h.get(f"/apis/cluster.x-k8s.io/v1beta2/namespaces/{ns}/machines/x/scale").status == 404
+    assert h.get(MD.format(ns=ns) + "/nope/scale").status == 404
+    disc = ok(h.get("/apis/cluster.x-k8s.io/v1beta2"))
+    entry = [x for x in disc["resources"] if x["name"] == "machinedeployments/scale"][0]
+    assert entry["group"] == "autoscaling" and entry["kind"] == "Scale" and entry["version"] == "v1"
+
+
+@pytest.mark.parametrize("kubectl_bin", KUBECTLS or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no versioned kubectl binaries"))], ids=lambda p: p.name if p else "none")
+def test_kubectl_scale(capi_hub, ns, kubectl_bin):
+    h = capi_hub
+    ok(h.request("POST", MD.format(ns=ns), machinedeployment("md", 2)), 201)
+    ok(h.request("POST", OACP.format(v="v1alpha3", ns=ns), {
+        "apiVersion": "controlplane.cluster.x-k8s.io/v1alpha3", "kind": "OpenshiftAssistedControlPlane",
+        "metadata": {"name": "cp"},
+        "spec": {"distributionVersion": "4.19.0", "replicas": 1, "config": {"baseDomain": "example.com"},
+                 "machineTemplate": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                                           "kind": "Metal3MachineTemplate", "name": "cp"}}}}), 201)
+
+    def kc(*args):
+        import subprocess
+        r = subprocess.run([str(kubectl_bin), "--kubeconfig", str(h.kubeconfig),
+                            "--cache-dir", str(h.cache_dir / kubectl_bin.name), *args],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    out = kc("scale", "machinedeployment/md", "--replicas=3", "-n", ns)
+    assert "scaled" in out
+    assert ok(h.get(MD.format(ns=ns) + "/md"))["spec"]["replicas"] == 3
+    kc("scale", "oacp/cp", "--replicas=3", "-n", ns)
+    assert ok(h.get(OACP.format(v="v1alpha3", ns=ns) + "/cp"))["spec"]["replicas"] == 3
+    kc("scale", "md", "md", "--current-replicas=3", "--replicas=1", "-n", ns)
+    assert ok(h.get(MD.format(ns=ns) + "/md"))["spec"]["replicas"] == 1
