@@ -45,7 +45,10 @@ struct kubeapi {
 	bool waker_started;
 	atomic_bool waker_stop;
 	struct row_cache *rows;
+	json_t *crds;       /* the CRDs as served objects (built once; read-only) */
 };
+
+static json_t *served_crds(const struct kube_registry *reg);
 
 /* --- prepared Table rows ------------------------------------------------------
  * kubectl get asks for a Table; building a row means parsing the object
@@ -245,6 +248,11 @@ int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct ku
 	}
 	if (!ka->opts.max_watch_seconds)
 		ka->opts.max_watch_seconds = 1800;
+	ka->crds = served_crds(ka->reg);
+	if (!ka->crds) {
+		kubeapi_free(ka);
+		return -ENOMEM;
+	}
 	if (pthread_create(&ka->waker, NULL, waker_main, ka) != 0) {
 		row_cache_free(ka->rows);
 		rbac_free(ka->rbac);
@@ -267,6 +275,7 @@ void kubeapi_free(struct kubeapi *ka)
 		pthread_join(ka->waker, NULL);
 	}
 	free(ka->openapi_index);
+	json_decref(ka->crds);
 	rbac_free(ka->rbac);
 	auth_cache_free(ka->tokens);
 	row_cache_free(ka->rows);
@@ -381,6 +390,8 @@ static enum http_result reply_resource_list(struct kubeapi *ka, struct http_req 
 						      "customresourcedefinition", "namespaced", 0, "kind",
 						      "CustomResourceDefinition", "verbs", "get", "list",
 						      "shortNames", "crd"));
+		json_array_append_new(json_object_get(json_array_get(list, json_array_size(list) - 1), "verbs"),
+				      json_string("watch"));
 		any = true;
 	}
 	for (i = 0; i < ka->reg->n; i++) {
@@ -974,6 +985,42 @@ static bool wants_table(struct http_req *req)
 	return accept && strstr(accept, "as=Table") != NULL;
 }
 
+/* Metadata-only replies (client-go's metadata client, controller-runtime's
+ * PartialObjectMetadata): an Accept media type with
+ * as=PartialObjectMetadata or as=PartialObjectMetadataList and
+ * g=meta.k8s.io; the version (v1 or v1beta1) it names, or NULL.  Tables
+ * win when asked for first.  Replies are JSON whatever the media type (the
+ * client reads a reply by its Content-Type). */
+static const char *wants_meta(struct http_req *req)
+{
+	const char *accept = http_header(req, "Accept"), *p;
+
+	if (!accept || wants_table(req) || !strstr(accept, "as=PartialObjectMetadata"))
+		return NULL;
+	for (p = accept; p && *p; ) {
+		const char *end = strchr(p, ','), *as = strstr(p, "as=PartialObjectMetadata"), *g = strstr(p, "g=meta.k8s.io");
+		const char *v = strstr(p, "v=v1beta1");
+
+		if (as && (!end || as < end) && g && (!end || g < end))
+			return v && (!end || v < end) ? "v1beta1" : "v1";
+		p = end ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* The PartialObjectMetadata of an object: its metadata under the meta.k8s.io
+ * kind, as JSON text (a new string) or NULL. */
+static char *meta_text(const json_t *obj, const char *version)
+{
+	json_t *m = json_object_get(obj, "metadata");
+	json_t *pom = json_pack("{s:s,s:s+,s:O}", "kind", "PartialObjectMetadata", "apiVersion", "meta.k8s.io/", version,
+				"metadata", m ? m : json_object());
+	char *s = pom ? json_dumps(pom, JSON_COMPACT) : NULL;
+
+	json_decref(pom);
+	return s;
+}
+
 static enum table_include table_include_param(struct http_req *req)
 {
 	const char *inc = http_query(req, "includeObject");
@@ -1078,11 +1125,30 @@ static char *maybe_protobuf(struct http_req *req, const struct kube_kind *k, cha
 static enum http_result reply_object(struct http_req *req, const struct kube_kind *k, unsigned status,
 				    const json_t *obj, json_t *warnings, char *text, size_t text_len)
 {
-	const char *ctype = "application/json";
+	const char *ctype = "application/json", *meta = wants_meta(req);
 	struct http_response *resp;
 	size_t len;
 	char *s;
 
+	if (meta && (obj || text)) {
+		json_t *o = obj ? json_incref((json_t *)obj) : json_loadb(text, text_len, 0, NULL), *c;
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+
+		if (o && json_is_object(json_object_get(o, "metadata")) && !(kind && strcmp(kind, "Status") == 0)) {
+			c = k && kube_convert_is_version(k) ? kube_convert(k, o, false) : json_incref(o);
+			s = c ? meta_text(c, meta) : NULL;
+			json_decref(c);
+			json_decref(o);
+			if (s) {
+				free(text);
+				text = s;
+				text_len = strlen(s);
+				k = NULL; /* as it is: no conversion, Table or protobuf */
+			}
+		} else {
+			json_decref(o);
+		}
+	}
 	if (k && k->stored_as && !wants_table(req)) {
 		size_t clen = 0;
 		char *c = NULL;
@@ -1405,6 +1471,7 @@ struct list_ctx {
 	label_selector *ls;
 	field_selector *fs;
 	bool table;
+	const char *meta;        /* metadata-only items: meta.k8s.io version */
 	enum table_include include;
 	time_t now;
 	strbuf out;
@@ -1447,11 +1514,11 @@ static int list_visit(const store_obj *so, void *userdata)
 			return r;
 		}
 	}
-	if (lc->ls || lc->fs || lc->table) {
+	if (lc->ls || lc->fs || lc->table || lc->meta) {
 		obj = json_loadb(so->json, so->len, 0, NULL);
 		if (!obj)
 			return 0;
-		if (lc->table && kube_convert_is_version(lc->k)) {
+		if ((lc->table || lc->meta) && kube_convert_is_version(lc->k)) {
 			json_t *c = kube_convert(lc->k, obj, false);
 
 			json_decref(obj);
@@ -1493,6 +1560,18 @@ static int list_visit(const store_obj *so, void *userdata)
 		}
 	} else if (lc->table) {
 		json_array_append_new(lc->rows, table_row(lc->k->columns, obj, lc->include, lc->now));
+	} else if (lc->meta) {
+		char *c = meta_text(obj, lc->meta);
+
+		if (c && lc->count)
+			strbuf_addch(&lc->out, ',');
+		if (!c || strbuf_adds(&lc->out, c) < 0) {
+			free(c);
+			json_decref(obj);
+			lc->err = -ENOMEM;
+			return -ENOMEM;
+		}
+		free(c);
 	} else if (lc->k->stored_as) {
 		size_t clen = 0;
 		char *c = text_from_stored(lc->k, so->json, so->len, &clen);
@@ -1588,6 +1667,7 @@ static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, co
 		return reply_kerr(req, t, &err, NULL, NULL);
 	}
 	lc.table = wants_table(req);
+	lc.meta = wants_meta(req);
 	lc.include = table_include_param(req);
 	lc.now = time(NULL);
 	/* Rows are cached per stored object; a converted version has its own
@@ -1660,8 +1740,12 @@ static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, co
 		}
 		json_decref(lc.rows);
 		strbuf_grow(&sb, lc.out.len + 256);
-		strbuf_addf(&sb, "{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"",
-			    t->k->api_version, t->k->list_kind, (long long)rev);
+		if (lc.meta)
+			strbuf_addf(&sb, "{\"apiVersion\":\"meta.k8s.io/%s\",\"kind\":\"PartialObjectMetadataList\","
+				    "\"metadata\":{\"resourceVersion\":\"%lld\"", lc.meta, (long long)rev);
+		else
+			strbuf_addf(&sb, "{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"",
+				    t->k->api_version, t->k->list_kind, (long long)rev);
 		if (tok)
 			strbuf_addf(&sb, ",\"continue\":\"%s\"", tok);
 		free(tok);
@@ -1676,7 +1760,8 @@ static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, co
 		{
 			const char *ctype = "application/json";
 
-			body = maybe_protobuf(req, t->k, body, &len, &ctype);
+			if (!lc.meta)
+				body = maybe_protobuf(req, t->k, body, &len, &ctype);
 			return http_reply_owned(req, 200, ctype, body, len);
 		}
 	}
@@ -1702,6 +1787,7 @@ struct watch_state {
 	field_selector *fs;
 	json_t *matched;   /* with a selector: keys of objects in the selection */
 	bool table;
+	const char *meta;  /* metadata-only events: meta.k8s.io version */
 	bool proto;        /* protobuf framing (the client asked for it first) */
 	enum table_include include;
 	int64_t rev;
@@ -1796,9 +1882,15 @@ static void watch_put(struct watch_state *ws, const char *type, const char *obj,
 static void watch_bookmark(struct watch_state *ws, bool initial_end)
 {
 	char o[1024];
-	int n = snprintf(o, sizeof(o),
+	char av[64];
+	int n;
+
+	if (ws->meta)
+		snprintf(av, sizeof(av), "meta.k8s.io/%s", ws->meta);
+	n = snprintf(o, sizeof(o),
 			 "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"%s}}",
-			 ws->k->kind, ws->k->api_version, (long long)ws->rev,
+			 ws->meta ? "PartialObjectMetadata" : ws->k->kind, ws->meta ? av : ws->k->api_version,
+			 (long long)ws->rev,
 			 initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : "");
 
 	if (n > 0 && (size_t)n < sizeof(o))
@@ -1838,11 +1930,11 @@ static int watch_emit_opt(struct watch_state *ws, const char *type, const store_
 {
 	json_t *obj = NULL;
 
-	if (ws->ls || ws->fs || ws->table) {
+	if (ws->ls || ws->fs || ws->table || ws->meta) {
 		obj = json_loadb(so->json, so->len, 0, NULL);
 		if (!obj)
 			return 0;
-		if (ws->table && kube_convert_is_version(ws->k)) {
+		if ((ws->table || ws->meta) && kube_convert_is_version(ws->k)) {
 			json_t *c = kube_convert(ws->k, obj, false);
 
 			json_decref(obj);
@@ -1860,6 +1952,15 @@ static int watch_emit_opt(struct watch_state *ws, const char *type, const store_
 			json_decref(obj);
 			return 0;
 		}
+	}
+	if (ws->meta) {
+		char *c = meta_text(obj, ws->meta);
+
+		if (c)
+			watch_put(ws, type, c, strlen(c));
+		free(c);
+		json_decref(obj);
+		return 0;
 	}
 	if (!ws->table) {
 		if (ws->k->stored_as) {
@@ -2101,7 +2202,8 @@ static enum http_result handle_watch(struct kubeapi *ka, struct http_req *req, c
 	ws->k = t->k;
 	snprintf(ws->ns, sizeof(ws->ns), "%s", t->ns);
 	ws->table = wants_table(req);
-	ws->proto = !ws->table && kube_proto_accept_first(http_header(req, "Accept")) &&
+	ws->meta = wants_meta(req);
+	ws->proto = !ws->table && !ws->meta && kube_proto_accept_first(http_header(req, "Accept")) &&
 		    kube_proto_kind(t->k->api_version, t->k->kind);
 	ws->first_table = true;
 	ws->include = table_include_param(req);
@@ -2160,47 +2262,310 @@ static enum http_result handle_watch(struct kubeapi *ka, struct http_req *req, c
 
 /* --- CRDs as objects ------------------------------------------------------ */
 
-static enum http_result handle_crd(struct kubeapi *ka, struct http_req *req, const struct target *t)
+/* The CRDs are part of the build: served read-only, at resourceVersion 1,
+ * with the metadata and status a cluster would show (a uid derived from the
+ * name, so it is the same on every start and every replica; Established). */
+#define CRD_RV "1"
+
+static json_t *served_crds(const struct kube_registry *reg)
 {
-	json_t *items = json_array(), *seen = json_object(), *doc;
-	enum http_result r;
+	json_t *out = json_array(), *seen = json_object();
+	char now[32];
 	size_t i;
 
-	if (strcmp(req->method, "GET") != 0) {
-		json_decref(items);
-		json_decref(seen);
-		return reply_err(req, 405, "MethodNotAllowed",
-				 "the server does not allow this method on the requested resource: CustomResourceDefinitions are part of agenthub's build (config/crd/)");
-	}
-	for (i = 0; i < ka->reg->n; i++) {
-		const struct kube_kind *k = ka->reg->kinds[i];
+	util_now_rfc3339(now, sizeof(now));
+	for (i = 0; out && i < reg->n; i++) {
+		const struct kube_kind *k = reg->kinds[i];
+		json_t *doc, *meta, *versions, *v, *stored = json_array();
 		const char *name;
+		uint64_t h = 1469598103934665603ULL;
+		char uid[40];
+		size_t j;
 
 		if (!k->crd)
 			continue;
 		name = json_string_value(json_object_get(json_object_get(k->crd, "metadata"), "name"));
-		if (!name || json_object_get(seen, name))
+		if (!name || json_object_get(seen, name)) {
+			json_decref(stored);
 			continue;
+		}
 		json_object_set_new(seen, name, json_true());
-		if (t->name[0] && strcmp(t->name, name) == 0) {
-			doc = json_deep_copy(k->crd);
-			json_object_set_new(json_object_get(doc, "metadata"), "resourceVersion", json_string("1"));
-			json_decref(items);
-			json_decref(seen);
+		for (const char *c = name; *c; c++)
+			h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+		snprintf(uid, sizeof(uid), "%08x-%04x-4%03x-8%03x-%012llx", (unsigned)(h >> 32), (unsigned)(h >> 16) & 0xffff,
+			 (unsigned)h & 0xfff, (unsigned)(h >> 40) & 0xfff, (unsigned long long)(h * 31) & 0xffffffffffffULL);
+		doc = json_deep_copy(k->crd);
+		meta = json_object_get(doc, "metadata");
+		json_object_set_new(meta, "uid", json_string(uid));
+		json_object_set_new(meta, "resourceVersion", json_string(CRD_RV));
+		json_object_set_new(meta, "generation", json_integer(1));
+		json_object_set_new(meta, "creationTimestamp", json_string(now));
+		versions = json_object_get(json_object_get(doc, "spec"), "versions");
+		json_array_foreach(versions, j, v)
+			if (json_is_true(json_object_get(v, "storage")))
+				json_array_append(stored, json_object_get(v, "name"));
+		json_object_set_new(doc, "status", json_pack("{s:O,s:o,s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}",
+			"acceptedNames", json_object_get(json_object_get(doc, "spec"), "names"), "storedVersions", stored,
+			"conditions", "type", "NamesAccepted", "status", "True", "lastTransitionTime", now,
+			"reason", "NoConflicts", "message", "no conflicts found",
+			"type", "Established", "status", "True", "lastTransitionTime", now,
+			"reason", "InitialNamesAccepted", "message", "the initial names have been accepted"));
+		json_array_append_new(out, doc);
+	}
+	json_decref(seen);
+	return out;
+}
+
+static const char *crd_name(const json_t *crd)
+{
+	return json_string_value(json_object_get(json_object_get(crd, "metadata"), "name"));
+}
+
+static char *crd_text(const json_t *crd, const char *meta)
+{
+	return meta ? meta_text(crd, meta) : json_dumps(crd, JSON_COMPACT);
+}
+
+/* A watch of the CRDs: they never change, so it is the initial ADDED events
+ * (when asked for), then bookmarks until the deadline. */
+struct crd_watch {
+	struct http_req *req;
+	strbuf pending;
+	size_t off;
+	const char *meta;
+	bool bookmarks;
+	int64_t deadline_ms, next_bookmark_ms;
+};
+
+static void crd_watch_free(void *cls)
+{
+	struct crd_watch *cw = cls;
+
+	hm_watch(-1);
+	strbuf_release(&cw->pending);
+	free(cw);
+}
+
+static void crd_watch_bookmark(struct crd_watch *cw, bool initial_end)
+{
+	strbuf_addf(&cw->pending, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s%s\","
+		    "\"metadata\":{\"resourceVersion\":\"" CRD_RV "\"%s}}}\n",
+		    cw->meta ? "PartialObjectMetadata" : "CustomResourceDefinition",
+		    cw->meta ? "meta.k8s.io/" : "apiextensions.k8s.io/v1", cw->meta ? cw->meta : "",
+		    initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : "");
+}
+
+static int64_t crd_next_bookmark(const struct crd_watch *cw, int64_t now)
+{
+	int64_t t = now + WATCH_BOOKMARK_MS, pre = cw->deadline_ms - WATCH_BOOKMARK_BEFORE_DEADLINE_MS;
+
+	if (pre < t)
+		t = pre;
+	return t > now ? t : 0;
+}
+
+static ssize_t crd_watch_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct crd_watch *cw = cls;
+
+	(void)pos;
+	for (;;) {
+		unsigned gen = http_streams_gen();
+		int64_t now;
+
+		if (cw->off < cw->pending.len) {
+			size_t n = cw->pending.len - cw->off;
+
+			if (n > max)
+				n = max;
+			memcpy(buf, cw->pending.buf + cw->off, n);
+			cw->off += n;
+			if (cw->off == cw->pending.len) {
+				strbuf_reset(&cw->pending);
+				cw->off = 0;
+			}
+			return (ssize_t)n;
+		}
+		now = util_mono_ms();
+		if (http_server_stopping() || now >= cw->deadline_ms)
+			return HTTP_STREAM_END;
+		if (cw->bookmarks && cw->next_bookmark_ms && now >= cw->next_bookmark_ms) {
+			crd_watch_bookmark(cw, false);
+			cw->next_bookmark_ms = crd_next_bookmark(cw, now);
+			continue;
+		}
+		/* Nothing will happen but time: the server's one-second tick
+		 * wakes the stream. */
+		if (http_stream_suspend(cw->req, gen))
+			return 0;
+	}
+}
+
+static enum http_result crd_watch_start(struct kubeapi *ka, struct http_req *req, label_selector *ls,
+					 field_selector *fs)
+{
+	const char *rv = http_query(req, "resourceVersion"), *to = http_query(req, "timeoutSeconds");
+	const char *bm = http_query(req, "allowWatchBookmarks"), *sie = http_query(req, "sendInitialEvents");
+	const char *match = http_query(req, "resourceVersionMatch");
+	long timeout = ka->opts.max_watch_seconds;
+	int send_initial = -1;
+	bool initial;
+	struct crd_watch *cw;
+	json_t *crd;
+	size_t i;
+
+	if (sie && *sie && (send_initial = parse_bool(sie)) < 0)
+		return reply_err(req, 400, "BadRequest", "sendInitialEvents: invalid value \"%s\"", sie);
+	if (send_initial >= 0 && (!match || strcmp(match, "NotOlderThan") != 0))
+		return reply_list_options_invalid(req, "resourceVersionMatch", "FieldValueForbidden",
+						  "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+	if (match && *match && send_initial < 0)
+		return reply_list_options_invalid(req, "resourceVersionMatch", "FieldValueForbidden",
+						  "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
+	if (rv && *rv) {
+		char *end;
+		long long v = strtoll(rv, &end, 10);
+
+		if (*end || v < 0)
+			return reply_err(req, 400, "BadRequest", "invalid resource version: %s", rv);
+	}
+	/* From "now" (a resourceVersion, or sendInitialEvents=false) nothing
+	 * ever happens; otherwise the CRDs come first. */
+	initial = send_initial == 1 || (send_initial < 0 && (!rv || !*rv || strcmp(rv, "0") == 0));
+	cw = calloc(1, sizeof(*cw));
+	if (!cw)
+		return HTTP_NO;
+	cw->req = req;
+	cw->meta = wants_meta(req);
+	cw->bookmarks = bm && parse_bool(bm) == 1;
+	strbuf_init(&cw->pending, 0);
+	if (to && *to) {
+		long v = strtol(to, NULL, 10);
+
+		if (v > 0 && v < timeout)
+			timeout = v;
+	}
+	cw->deadline_ms = util_mono_ms() + timeout * 1000;
+	cw->next_bookmark_ms = crd_next_bookmark(cw, util_mono_ms());
+	json_array_foreach(initial ? ka->crds : NULL, i, crd) {
+		char *txt;
+
+		if (ls && !label_selector_matches(ls, json_object_get(json_object_get(crd, "metadata"), "labels")))
+			continue;
+		if (fs && !field_selector_matches(fs, crd))
+			continue;
+		txt = crd_text(crd, cw->meta);
+		if (txt)
+			strbuf_addf(&cw->pending, "{\"type\":\"ADDED\",\"object\":%s}\n", txt);
+		free(txt);
+	}
+	if (send_initial == 1 && cw->bookmarks)
+		crd_watch_bookmark(cw, true);
+	hm_watch(1);
+	return http_reply_stream(req, 200, "application/json", crd_watch_read, cw, crd_watch_free);
+}
+
+/* A Table of CRDs, with kube-apiserver's columns (NAME, CREATED AT). */
+static json_t *crd_table(struct http_req *req, json_t *items)
+{
+	enum table_include inc = table_include_param(req);
+	json_t *rows = json_array(), *crd;
+	size_t i;
+
+	json_array_foreach(items, i, crd) {
+		json_t *row = json_pack("{s:[s,O]}", "cells", crd_name(crd),
+					json_object_get(json_object_get(crd, "metadata"), "creationTimestamp"));
+
+		if (inc == TABLE_INCLUDE_OBJECT)
+			json_object_set(row, "object", crd);
+		else if (inc == TABLE_INCLUDE_METADATA)
+			json_object_set_new(row, "object", json_pack("{s:s,s:s,s:O}", "kind", "PartialObjectMetadata",
+								     "apiVersion", "meta.k8s.io/v1", "metadata",
+								     json_object_get(crd, "metadata")));
+		json_array_append_new(rows, row);
+	}
+	return json_pack("{s:s,s:s,s:{s:s},s:[{s:s,s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:s,s:i}],s:o}", "kind", "Table",
+			 "apiVersion", "meta.k8s.io/v1", "metadata", "resourceVersion", CRD_RV, "columnDefinitions",
+			 "name", "Name", "type", "string", "format", "name", "description",
+			 "Name must be unique within a namespace.", "priority", 0,
+			 "name", "Created At", "type", "date", "format", "", "description",
+			 "CreationTimestamp is a timestamp representing the server time when this object was created.",
+			 "priority", 0, "rows", rows);
+}
+
+/* GET of customresourcedefinitions: get, list (label and field selectors),
+ * watch; as objects, as a Table, or metadata-only. */
+static enum http_result handle_crd(struct kubeapi *ka, struct http_req *req, const struct target *t)
+{
+	const char *meta = wants_meta(req);
+	label_selector *ls = NULL;
+	field_selector *fs = NULL;
+	json_t *items, *crd = NULL, *doc;
+	enum http_result r;
+	bool w = false;
+	ah_err err;
+	size_t i;
+
+	if (strcmp(req->method, "GET") != 0)
+		return reply_err(req, 405, "MethodNotAllowed",
+				 "the server does not allow this method on the requested resource: CustomResourceDefinitions are part of agenthub's build (config/crd/)");
+	if (t->name[0]) {
+		char *txt;
+
+		json_t *c;
+
+		crd = NULL;
+		json_array_foreach(ka->crds, i, c)
+			if (!crd && strcmp(crd_name(c), t->name) == 0)
+				crd = c;
+		if (!crd)
+			return reply_err(req, 404, "NotFound",
+					 "customresourcedefinitions.apiextensions.k8s.io \"%s\" not found", t->name);
+		if (wants_table(req)) {
+			json_t *one = json_pack("[O]", crd);
+
+			doc = crd_table(req, one);
+			json_decref(one);
 			r = http_reply_json(req, 200, doc);
 			json_decref(doc);
 			return r;
 		}
-		json_array_append(items, k->crd);
+		txt = crd_text(crd, meta);
+		return txt ? http_reply_owned(req, 200, "application/json", txt, strlen(txt)) : HTTP_NO;
 	}
-	json_decref(seen);
-	if (t->name[0]) {
+	if (parse_selectors(req, NULL, &ls, &fs, &err) < 0)
+		return kubeapi_reply_status(req, &err, "apiextensions.k8s.io", "customresourcedefinitions", NULL, NULL);
+	if (http_query(req, "watch") && http_parse_bool(http_query(req, "watch"), &w) == 0 && w) {
+		r = crd_watch_start(ka, req, ls, fs);
+		label_selector_free(ls);
+		field_selector_free(fs);
+		return r;
+	}
+	items = json_array();
+	json_array_foreach(ka->crds, i, crd) {
+		if (ls && !label_selector_matches(ls, json_object_get(json_object_get(crd, "metadata"), "labels")))
+			continue;
+		if (fs && !field_selector_matches(fs, crd))
+			continue;
+		if (meta)
+			json_array_append_new(items, json_pack("{s:s,s:s+,s:O}", "kind", "PartialObjectMetadata",
+							       "apiVersion", "meta.k8s.io/", meta, "metadata",
+							       json_object_get(crd, "metadata")));
+		else
+			json_array_append(items, crd);
+	}
+	label_selector_free(ls);
+	field_selector_free(fs);
+	if (wants_table(req)) {
+		doc = crd_table(req, items);
 		json_decref(items);
-		return reply_err(req, 404, "NotFound",
-				 "customresourcedefinitions.apiextensions.k8s.io \"%s\" not found", t->name);
+	} else if (meta) {
+		doc = json_pack("{s:s+,s:s,s:{s:s},s:o}", "apiVersion", "meta.k8s.io/", meta, "kind",
+				"PartialObjectMetadataList", "metadata", "resourceVersion", CRD_RV, "items", items);
+	} else {
+		doc = json_pack("{s:s,s:s,s:{s:s},s:o}", "apiVersion", "apiextensions.k8s.io/v1", "kind",
+				"CustomResourceDefinitionList", "metadata", "resourceVersion", CRD_RV, "items", items);
 	}
-	doc = json_pack("{s:s,s:s,s:{s:s},s:o}", "apiVersion", "apiextensions.k8s.io/v1", "kind",
-			"CustomResourceDefinitionList", "metadata", "resourceVersion", "1", "items", items);
 	r = http_reply_json(req, 200, doc);
 	json_decref(doc);
 	return r;
