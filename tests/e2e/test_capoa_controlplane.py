@@ -120,10 +120,11 @@ def set_owner(hub, ns, name, cluster):
 
 
 def scale(hub, ns, name, n):
-    """spec.replicas as kubectl scale sets it.  The /scale subresource (its
-    labelSelectorPath is status.selector, which this provider sets) comes
-    with the capi-kinds branch; until the hub serves it, a spec patch."""
-    hub.kubectl("patch", "oacp", name, "-n", ns, "--type=merge", "-p", json.dumps({"spec": {"replicas": n}}))
+    """kubectl scale: the /scale subresource, whose labelSelectorPath is
+    status.selector (set by this provider, left empty upstream)."""
+    hub.kubectl("scale", "oacp", name, "-n", ns, f"--replicas={n}")
+    sc = hub.get_json(f"/apis/{CP}/v1alpha3/namespaces/{ns}/openshiftassistedcontrolplanes/{name}/scale")
+    assert sc["spec"]["replicas"] == n
 
 
 def test_controlplane_objects_scale_and_delete(module_hub, ns):
@@ -254,8 +255,7 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
     assert (up["status"], up["reason"]) == ("True", "UpToDate")
 
     # Workers: the MachineDeployments' replicas (nil counts 0).
-    hub.kubectl("patch", "machinedeployments.cluster.x-k8s.io", "c1-workers", "-n", ns, "--type=merge",
-                "-p", '{"spec":{"replicas":3}}')
+    hub.kubectl("scale", "machinedeployments.cluster.x-k8s.io", "c1-workers", "-n", ns, "--replicas=3")
     wait_for(lambda: get(hub, ns, "agentclusterinstalls.extensions.hive.openshift.io", "c1-cp")["spec"]
              ["provisionRequirements"]["workerAgents"] == 3, timeout=WAIT, what="workerAgents 3")
 
@@ -273,6 +273,9 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
     assert ms[0]["metadata"]["name"] == names[2]["metadata"]["name"]
     wait_for(lambda: get(hub, ns, "oacp", "c1-cp")["status"].get("replicas") == 1, timeout=WAIT,
              what="status.replicas 1")
+    sc = hub.get_json(f"/apis/{CP}/v1alpha3/namespaces/{ns}/openshiftassistedcontrolplanes/c1-cp/scale")
+    assert sc["status"] == {"replicas": 1,
+                            "selector": "cluster.x-k8s.io/control-plane-name=c1-cp,cluster.x-k8s.io/control-plane"}
 
     # The admin kubeconfig appears: <cluster>-kubeconfig, initialized.
     hub.apply_obj({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "c1-admin", "namespace": ns},
