@@ -254,6 +254,24 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
     up = cond(get(hub, ns, "machines.cluster.x-k8s.io", name), "UpToDate")
     assert (up["status"], up["reason"]) == ("True", "UpToDate")
 
+    # CAPI core would mark the Machine Ready and Available: counted.
+    now = "2026-01-01T00:00:00Z"
+    r = hub.request("PATCH", f"/apis/cluster.x-k8s.io/v1beta2/namespaces/{ns}/machines/{name}/status",
+                    {"status": {"conditions": [
+                        {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": now}
+                        for t in ("Ready", "Available", "UpToDate")]}},
+                    content_type="application/merge-patch+json")
+    assert r.status == 200, r.body
+    o = wait_for(lambda: (lambda o: o if o["status"].get("readyReplicas") == 1 else None)(
+        get(hub, ns, "oacp", "c1-cp")), timeout=WAIT, interval=0.3, what="readyReplicas 1")
+    assert o["status"]["availableReplicas"] == 1
+    assert cond(o, "MachinesReady")["status"] == "True"
+    assert cond(o, "MachinesCreated")["status"] == "True"
+    # Ready sums up: the kubeconfig is not there yet.
+    rd = cond(o, "Ready")
+    assert (rd["status"], rd["reason"], rd["message"]) == ("False", "KubeconfigUnavailable",
+                                                           "Kubeconfig not available")
+
     # Workers: the MachineDeployments' replicas (nil counts 0).
     hub.kubectl("scale", "machinedeployments.cluster.x-k8s.io", "c1-workers", "-n", ns, "--replicas=3")
     wait_for(lambda: get(hub, ns, "agentclusterinstalls.extensions.hive.openshift.io", "c1-cp")["spec"]
@@ -356,6 +374,23 @@ def test_bad_distribution_version(module_hub, ns, version, ctype, reason, messag
         # Nothing else happens below the floor.
         assert get(hub, ns, "clusterdeployments.hive.openshift.io", "c3-cp", check=False) is None
         assert machines(hub, ns, "c3-cp") == []
+
+
+def test_paused(module_hub, ns):
+    hub = module_hub
+    make_template(hub, ns, "c5-cp-m3mt")
+    cluster = make_cluster(hub, ns, "c5", "c5-cp")
+    make_oacp(hub, ns, "c5-cp", "c5", owner=cluster, annotations={"cluster.x-k8s.io/paused": ""})
+    wait_for(lambda: FINALIZER in (get(hub, ns, "oacp", "c5-cp")["metadata"].get("finalizers") or []),
+             timeout=WAIT, what="the finalizer")
+    # Paused after the finalizer: the passes that follow make nothing.
+    hub.kubectl("annotate", "oacp", "c5-cp", "-n", ns, "touch=1")
+    hub.kubectl("get", "oacp", "c5-cp", "-n", ns)
+    assert get(hub, ns, "clusterdeployments.hive.openshift.io", "c5-cp", check=False) is None
+    assert machines(hub, ns, "c5-cp") == []
+    hub.kubectl("annotate", "oacp", "c5-cp", "-n", ns, "cluster.x-k8s.io/paused-")
+    wait_for(lambda: get(hub, ns, "clusterdeployments.hive.openshift.io", "c5-cp", check=False), timeout=WAIT,
+             what="the ClusterDeployment once unpaused")
 
 
 def test_missing_infrastructure_template(module_hub, ns):
