@@ -315,6 +315,15 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
         get(hub, ns, "oacp", "c1-cp")), timeout=WAIT, what="KubeconfigAvailable")
     assert o["status"]["initialization"]["controlPlaneInitialized"] is True
 
+    # Installed (what the hub's CD controller sets at the end of an install):
+    # the installed version is the spec's, so no upgrade is pending.
+    hub.kubectl("patch", "clusterdeployments.hive.openshift.io", "c1-cp", "-n", ns, "--type=merge", "-p",
+                '{"spec":{"installed":true}}')
+    o = wait_for(lambda: (lambda o: o if cond(o, "UpgradeCompleted") else None)(get(hub, ns, "oacp", "c1-cp")),
+                 timeout=WAIT, interval=0.3, what="UpgradeCompleted")
+    assert o["status"]["distributionVersion"] == "4.19.0"
+    assert cond(o, "UpgradeCompleted")["status"] == "True"
+
     # Deletion: the ClusterDeployment goes, then the finalizer.
     hub.kubectl("delete", "oacp", "c1-cp", "-n", ns, "--wait=false")
     wait_for(lambda: get(hub, ns, "oacp", "c1-cp", check=False) is None, timeout=WAIT, what="the OACP gone")
