@@ -11,6 +11,7 @@ on the Cluster) and creates MachineDeployments itself.
 """
 import base64
 import json
+import time
 
 import pytest
 
@@ -271,6 +272,13 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
     rd = cond(o, "Ready")
     assert (rd["status"], rd["reason"], rd["message"]) == ("False", "KubeconfigUnavailable",
                                                            "Kubeconfig not available")
+    # Settled: no write without a change (the OACP and its Machine stay put).
+    time.sleep(1)
+    rv = (get(hub, ns, "oacp", "c1-cp")["metadata"]["resourceVersion"],
+          get(hub, ns, "machines.cluster.x-k8s.io", name)["metadata"]["resourceVersion"])
+    time.sleep(2)
+    assert (get(hub, ns, "oacp", "c1-cp")["metadata"]["resourceVersion"],
+            get(hub, ns, "machines.cluster.x-k8s.io", name)["metadata"]["resourceVersion"]) == rv
 
     # Workers: the MachineDeployments' replicas (nil counts 0).
     hub.kubectl("scale", "machinedeployments.cluster.x-k8s.io", "c1-workers", "-n", ns, "--replicas=3")
