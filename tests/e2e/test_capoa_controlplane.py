@@ -347,7 +347,8 @@ def test_release_override_and_arch(module_hub, ns):
     # node (the ACI admission: UserManagedNetworking must be set with SNO).
     make_oacp(hub, ns, "c2-cp", "c2", owner=cluster, replicas=3,
               annotations={"cluster.x-k8s.io/release-image-repository-override": "registry.example.com/ocp/release"},
-              config={"apiVIPs": ["192.168.111.5"], "ingressVIPs": ["192.168.111.4"]})
+              config={"apiVIPs": ["192.168.111.5"], "ingressVIPs": ["192.168.111.4"], "clusterName": "c2-custom"})
+    make_md(hub, ns, "c2-workers", "c2", 2)
     cis = wait_for(lambda: (lambda c: c if c and c["spec"]["releaseImage"].endswith("-x86_64") else None)(
         get(hub, "", "clusterimagesets.hive.openshift.io", "c2-cp", check=False)), timeout=WAIT,
         what="the ClusterImageSet")
@@ -357,7 +358,20 @@ def test_release_override_and_arch(module_hub, ns):
     assert aci["spec"]["platformType"] == "BareMetal"
     assert aci["spec"]["apiVIPs"] == ["192.168.111.5"]
     assert aci["spec"]["ingressVIPs"] == ["192.168.111.4"]
-    assert aci["spec"]["provisionRequirements"] == {"controlPlaneAgents": 3, "workerAgents": 0}
+    # MachineDeployments of the Cluster (by its name, not config.clusterName).
+    wait_for(lambda: get(hub, ns, "agentclusterinstalls.extensions.hive.openshift.io", "c2-cp")["spec"]
+             ["provisionRequirements"] == {"controlPlaneAgents": 3, "workerAgents": 2}, timeout=WAIT,
+             what="provisionRequirements")
+    # config.clusterName: the CD's name for the cluster and, as upstream, its
+    # and the ACI's cluster-name label (bmac-capi.md surprise 3).
+    cd = get(hub, ns, "clusterdeployments.hive.openshift.io", "c2-cp")
+    assert cd["spec"]["clusterName"] == "c2-custom"
+    assert cd["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "c2-custom"
+    assert aci["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "c2-custom"
+    # Machines carry the Cluster's name.
+    ms = wait_for(lambda: machines(hub, ns, "c2-cp") or None, timeout=WAIT, what="a Machine")
+    assert ms[0]["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "c2"
+    assert ms[0]["spec"]["clusterName"] == "c2"
     ico = json.loads(aci["metadata"]["annotations"]["agent-install.openshift.io/install-config-overrides"])
     assert ico["capabilities"]["baselineCapabilitySet"] == "None"
     assert "baremetal" in ico["capabilities"]["additionalEnabledCapabilities"]
