@@ -198,6 +198,13 @@ def test_choose_provision_release(capm3_hub, tmp_path, sims):
     hub.kubectl("-n", NS, "patch", "bmh", consumed, "--type=merge", "-p", json.dumps(
         {"spec": {"consumerRef": {"apiVersion": INFRA, "kind": "Metal3Machine", "name": "other",
                                   "namespace": NS}}}))
+    # Its hardware details (as inspection would give them) become the
+    # Metal3Machine's addresses.
+    hw = {"hostname": "node-a", "nics": [{"name": "eth0", "mac": "52:54:00:00:00:01", "ip": "192.168.7.10"}],
+          "cpu": {"count": 4}, "ramMebibytes": 8192}
+    hub.kubectl("-n", NS, "annotate", "bmh", good, "inspect.metal3.io/hardwaredetails=" + json.dumps(hw))
+    wait_for(lambda: bmhs(hub)[good].get("status", {}).get("hardware", {}).get("hostname") == "node-a",
+             timeout=30, what="status.hardware")
     # The good one is not there yet: a matchExpressions rule keeps it out.
     hub.kubectl("-n", NS, "label", "bmh", good, "rack=r9")
     apply(hub, {"apiVersion": INFRA, "kind": "Metal3DataTemplate", "metadata": {"name": "m3dt", "namespace": NS},
@@ -253,6 +260,21 @@ def test_choose_provision_release(capm3_hub, tmp_path, sims):
     assert m1["status"]["initialization"] == {"provisioned": True}
     assert state(bmhs(hub)[good]) == "provisioned"
     assert "providerID" not in m1["spec"]
+    assert m1["status"]["addresses"] == [{"type": "InternalIP", "address": "192.168.7.10"},
+                                         {"type": "Hostname", "address": "node-a"},
+                                         {"type": "InternalDNS", "address": "node-a"}]
+    # Its node exists once the Agent of the Machine's InfraEnv is installed.
+    agent = "9a3c1a4e-0000-4000-8000-000000000001"
+    apply(hub, {"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "Agent",
+                "metadata": {"name": agent, "namespace": NS,
+                             "labels": {"infraenvs.agent-install.openshift.io": "m1"}},
+                "spec": {"approved": True, "role": "master", "hostname": "node-a"}})
+    patch_status(hub, "agents", agent, {"conditions": [
+        {"type": "Installed", "status": "True", "reason": "InstallationCompleted", "message": "done",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}], "debugInfo": {"state": "installed"}})
+    m1 = wait_for(lambda: (lambda o: o if o["spec"].get("providerID") else None)(get(hub, "metal3machines", "m1")),
+                  timeout=30, what="m1 providerID")
+    assert m1["spec"]["providerID"] == f"metal3://{NS}/{good}/m1"
 
     # A second Metal3Machine waits: no host is free.
     make_machine(hub, "m2", dsn="bootstrap-data-2", selector=selector)
