@@ -755,6 +755,20 @@ static int release(struct hub *h, const struct kube_kind *k, json_t *m3m, json_t
 	slash = hk ? strchr(hk, '/') : NULL;
 	if (slash && kube_get(h->api, h->k_bmh, ns, slash + 1, &bmh, &err) < 0)
 		bmh = NULL;
+	if (!slash) {
+		/* Gone between the host's write and the annotation: the host
+		 * that names it as its consumer. */
+		json_t *keys = json_array();
+		char key[600];
+
+		snprintf(key, sizeof(key), "%s/%s", ns, name);
+		rt_cache_keys_by(h->rt, h->k_bmh->store_key, IDX_BMH_CONSUMER, key, collect, keys);
+		if (json_array_size(keys) &&
+		    kube_get(h->api, h->k_bmh, ns, json_string_value(json_array_get(json_array_get(keys, 0), 1)), &bmh,
+			     &err) < 0)
+			bmh = NULL;
+		json_decref(keys);
+	}
 	if (bmh && consumer_is(bmh, ns, name)) {
 		const json_t *spec = json_object_get(bmh, "spec");
 		json_t *sp = json_object();
@@ -798,7 +812,7 @@ static int release(struct hub *h, const struct kube_kind *k, json_t *m3m, json_t
 			  &(struct hub_event_ref){ .ns = ns, .kind = "Metal3Machine", .name = name,
 						   .uid = jstr(meta_of(m3m), "uid"), .api_version = CAPM3_API_VERSION },
 			  HUB_EV_INFO, "bare_metal_host_released",
-			  "Metal3Machine %s/%s released BareMetalHost %s/%s", ns, name, ns, slash + 1);
+			  "Metal3Machine %s/%s released BareMetalHost %s/%s", ns, name, ns, jstr(meta_of(bmh), "name"));
 	}
 	r = capm3_data_release(h, m3m);
 	if (r == 0)
