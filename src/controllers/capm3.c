@@ -135,6 +135,9 @@ static void set_cond(json_t *status, const char *key, bool v1beta1, const char *
 		if (msg && *msg)
 			json_object_set_new(nc, "message", json_string(msg));
 	}
+	/* metav1.Condition: message is required (may be empty). */
+	if (!v1beta1 && !json_object_get(nc, "message"))
+		json_object_set_new(nc, "message", json_string(msg ? msg : ""));
 	json_array_foreach(list, i, c) {
 		if (!same(jstr(c, "type"), type))
 			continue;
