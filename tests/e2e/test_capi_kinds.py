@@ -606,3 +606,17 @@ def test_metadata_only(capi_hub, ns):
                   content_type="application/merge-patch+json", headers={"Accept": POM})
     got = ok(r)
     assert got["kind"] == "PartialObjectMetadata" and got["metadata"]["labels"]["p"] == "q"
+
+
+def test_server_side_apply_through_v1alpha2(capi_hub, ns):
+    h = capi_hub
+    obj = oacp_v1alpha2("ssa")
+    obj["metadata"]["namespace"] = ns
+    h.apply_obj(obj, "--server-side")
+    v3 = ok(h.get(OACP.format(v="v1alpha3", ns=ns) + "/ssa"))
+    assert v3["spec"]["machineTemplate"]["deletion"]["nodeDrainTimeoutSeconds"] == 90
+    assert v3["spec"]["machineTemplate"]["infrastructureRef"]["apiGroup"] == "infrastructure.cluster.x-k8s.io"
+    obj["spec"]["replicas"] = 1
+    h.apply_obj(obj, "--server-side")
+    v2 = ok(h.get(OACP.format(v="v1alpha2", ns=ns) + "/ssa"))
+    assert v2["spec"]["replicas"] == 1 and v2["spec"]["machineTemplate"]["nodeDrainTimeout"] == "1m30s"
