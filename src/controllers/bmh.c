@@ -10,7 +10,10 @@
  * the host goes through preparing all the same, its hardware taken from the
  * hardwaredetails annotation).  Provisioning a live ISO is Ironic's ramdisk
  * deploy: power off, eject, insert the image URL, boot Cd continuous, power
- * on; the host is provisioned as soon as it is powered on.
+ * on; the host is provisioned as soon as it is powered on.  A disk image
+ * (format raw/qcow2/vdi/vmdk/empty) or a customDeploy is deployed through
+ * the ironic agent, as Ironic's direct and custom agent deploys: deploy()
+ * below, the hub's Ironic API in ironic.h (its nodes are kept here).
  *
  * BMC calls never run on a reconcile thread: the reconcile asks for an
  * operation (a job) and returns; a small pool of threads (as many as
