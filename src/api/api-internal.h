@@ -9,6 +9,8 @@
 /* The agent API's routes (register, instructions, step replies, progress,
  * get host; anything else under the prefix 404), added to r. */
 int hub_agentapi_routes(struct hub *h, struct http_router *r);
+/* The ironic agent's lookup and heartbeat (ironicapi.c, controllers/ironic.h). */
+enum http_result hub_ironic_api(struct hub *h, struct http_req *req, bool *handled);
 enum http_result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled);
 /* GET/HEAD $API/infra-envs/<id>/downloads/files (discovery.ign, ipxe-script). */
 enum http_result hub_downloads(struct hub *h, struct http_req *req, bool *handled);

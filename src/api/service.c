@@ -19,6 +19,14 @@ static enum http_result route_events(void *cls, struct http_req *req)
 	return handled ? r : HTTP_NEXT;
 }
 
+static enum http_result route_ironic(void *cls, struct http_req *req)
+{
+	bool handled;
+	enum http_result r = hub_ironic_api(cls, req, &handled);
+
+	return handled ? r : HTTP_NEXT;
+}
+
 static enum http_result route_imagesvc(void *cls, struct http_req *req)
 {
 	bool handled;
@@ -50,6 +58,9 @@ int hub_add_routes(struct hub *h, struct http_router *r)
 		{ NULL, "/byapikey/**", route_imagesvc, NULL },
 		{ NULL, "/images/**", route_imagesvc, NULL },
 		{ NULL, "/boot-artifacts/**", route_imagesvc, NULL },
+		/* The ironic agent's lookup and heartbeat (Ironic's API paths). */
+		{ NULL, "/v1/lookup", route_ironic, NULL },
+		{ NULL, "/v1/heartbeat/*", route_ironic, NULL },
 	};
 	int e = add_all(h, r, before, sizeof(before) / sizeof(before[0]));
 
