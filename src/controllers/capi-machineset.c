@@ -331,7 +331,7 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 	const json_t *meta, *spec, *m;
 	long long desired, gen;
 	int ready = 0, avail = 0, uptodate = 0, r = 0;
-	char sel[1024], now[32], msg[128];
+	char sel[1024], now[32], msg[AH_ERR_MSG_MAX + 128], blocked[AH_ERR_MSG_MAX] = "";
 	size_t i;
 	ah_err err;
 
@@ -364,8 +364,10 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 
 		for (i = 0; i < (size_t)n && i < CREATE_PER_PASS && r >= 0; i++)
 			r = create_machine(c, ms, &err);
-		if (r < 0)
+		if (r < 0) {
 			log_warn("machineset %s/%s: creating a machine: %s", key->ns, key->name, err.message);
+			snprintf(blocked, sizeof(blocked), "%s", err.message);
+		}
 	} else if ((long long)json_array_size(active) > desired) {
 		json_t *del = pick_for_deletion(active, json_array_size(active) - (size_t)desired,
 						same(capi_str(capi_path(spec, "deletion", "order") ? json_object_get(spec, "deletion") : NULL,
@@ -400,7 +402,8 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 	if (!json_is_array(conds))
 		json_object_set_new(st, "conditions", conds = json_array());
 	if ((long long)json_array_size(machines) < desired) {
-		snprintf(msg, sizeof(msg), "Scaling up from %zu to %lld replicas", json_array_size(machines), desired);
+		snprintf(msg, sizeof(msg), "Scaling up from %zu to %lld replicas%s%s", json_array_size(machines), desired,
+			 blocked[0] ? " is blocked because:\n* " : "", blocked);
 		capi_cond_set(conds, "ScalingUp", "True", "ScalingUp", msg, gen, now);
 	} else {
 		capi_cond_set(conds, "ScalingUp", "False", "NotScalingUp", NULL, gen, now);
@@ -416,15 +419,22 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 	else
 		capi_cond_set(conds, "MachinesReady", "False", "NotReady", NULL, gen, now);
 	{
-		int r2 = capi_write_status(h, c->k_ms, ms, st, &err);
+		ah_err e2;
+		int r2 = capi_write_status(h, c->k_ms, ms, st, &e2);
 
-		if (r >= 0)
-			r = r2 < 0 ? r2 : r;
+		if (r >= 0 && r2 < 0) {
+			r = r2;
+			err = e2;
+		}
 	}
 	json_decref(st);
 out:
 	json_decref(machines);
 	json_decref(ms);
+	/* A template that is missing (or a refused clone) is retried with
+	 * back-off: nothing watches the templates. */
+	if (blocked[0])
+		return rt_error(-EAGAIN);
 	if (r < 0 && err.status != 404 && err.status != 409)
 		log_warn("machineset %s/%s: %s", key->ns, key->name, err.message);
 	if (r < 0)
@@ -477,7 +487,7 @@ static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 	json_t *md = NULL, *sets = NULL, *cl = NULL, *st = NULL, *conds, *match;
 	const json_t *meta, *spec, *s, *cur = NULL;
 	long long desired, gen, replicas = 0, ready = 0, avail = 0, uptodate = 0;
-	char hash[16], sel[1024], now[32], msg[160];
+	char hash[16], sel[1024], now[32], msg[AH_ERR_MSG_MAX + 128];
 	const char *cn, *phase;
 	size_t i;
 	int r = 0;
@@ -592,7 +602,14 @@ static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 		capi_cond_set(conds, "Available", "False", "NotAvailable", msg, gen, now);
 	}
 	if (replicas < desired) {
-		snprintf(msg, sizeof(msg), "Scaling up from %lld to %lld replicas", replicas, desired);
+		const json_t *su = capi_cond_get(capi_path(cur, "status", "conditions"), "ScalingUp");
+
+		/* The MachineSet's reason it cannot scale up, if any. */
+		if (capi_cond_true(capi_path(cur, "status", "conditions"), "ScalingUp") && capi_str(su, "message") &&
+		    strstr(capi_str(su, "message"), "blocked"))
+			snprintf(msg, sizeof(msg), "%s", capi_str(su, "message"));
+		else
+			snprintf(msg, sizeof(msg), "Scaling up from %lld to %lld replicas", replicas, desired);
 		capi_cond_set(conds, "ScalingUp", "True", "ScalingUp", msg, gen, now);
 	} else {
 		capi_cond_set(conds, "ScalingUp", "False", "NotScalingUp", NULL, gen, now);

@@ -7,6 +7,7 @@ their status written through the status subresource, exactly as the other
 controllers would write it."""
 import json
 import re
+import time
 
 import pytest
 
@@ -80,6 +81,14 @@ def owner(obj, kind):
         if r["kind"] == kind:
             return r
     return None
+
+
+def assert_quiet(hub, ns, objs, seconds=2.0):
+    """Level-triggered and idempotent: once settled, no pass writes anything."""
+    before = {o: get(hub, ns, *o)["metadata"]["resourceVersion"] for o in objs}
+    time.sleep(seconds)
+    after = {o: get(hub, ns, *o)["metadata"]["resourceVersion"] for o in objs}
+    assert before == after
 
 
 def ref(group, kind, name):
@@ -178,6 +187,7 @@ def test_cluster_owner_labels_endpoint_and_status(module_hub, ns):
     assert v1b1(cl, "ControlPlaneInitialized")["status"] == "True"
     assert v1b1(cl, "Ready")["status"] == "True"
     assert cl["status"]["observedGeneration"] == cl["metadata"]["generation"]
+    assert_quiet(hub, ns, [(CLUSTER, "c1"), (M3C, "m3c"), (OACP, "cp")])
 
     # A user's own endpoint is never overwritten.
     hub.apply_obj(obj(f"{INFRA_GROUP}/v1beta1", "Metal3Cluster", ns, "m3c2",
@@ -269,6 +279,7 @@ def test_machine_bootstrap_provider_id_node_and_conditions(module_hub, ns):
     assert v1b1(m, "Ready")["status"] == "True"
     assert cond(m, "UpToDate") is not None and cond(m, "UpToDate")["reason"] == "UpToDate"
     assert m["status"]["lastUpdated"]
+    assert_quiet(hub, ns, [(MACHINE, "m1"), (OAC, "m1"), (M3M, "m1")])
 
     # Deleting the Machine deletes the infra machine and the bootstrap config first.
     hold = {"metadata": {"finalizers": ["test.agenthub.io/hold"]}}
@@ -298,12 +309,22 @@ def test_machine_v1beta1_ready_bootstrap(module_hub, ns):
 
 # --- MachineDeployment / MachineSet ------------------------------------------------
 
-def templates(hub, ns):
+def templates(hub, ns, boot=True, infra=True):
+    if boot:
+        boot_template(hub, ns)
+    if infra:
+        infra_template(hub, ns)
+
+
+def boot_template(hub, ns):
     hub.apply_obj(obj(f"{BOOT_GROUP}/v1alpha2", "OpenshiftAssistedConfigTemplate", ns, "workers-oac", {
         "template": {"metadata": {"labels": {"tmpl-label": "boot"}, "annotations": {"tmpl-ann": "boot"}},
                      "spec": {"cpuArchitecture": "x86_64",
                               "nodeRegistration": {"name": "$METADATA_NAME",
                                                    "kubeletExtraLabels": ["metal3.io/uuid=$METADATA_UUID"]}}}}))
+
+
+def infra_template(hub, ns):
     hub.apply_obj(obj(f"{INFRA_GROUP}/v1beta1", "Metal3MachineTemplate", ns, "workers-m3", {
         "template": {"metadata": {"labels": {"tmpl-label": "infra"}},
                      "spec": {"image": {"url": "https://rhcos.example.com/rhcos.qcow2", "checksum": "abc",
@@ -390,6 +411,7 @@ def test_machinedeployment_scale_2_3_1(module_hub, ns):
     assert cond(md, "Available")["status"] == "True"
     ms = get(hub, ns, MS, msname)
     assert ms["status"]["readyReplicas"] == 2 and ms["status"]["availableReplicas"] == 2
+    assert_quiet(hub, ns, [(MD, "workers"), (MS, msname)] + [(MACHINE, m["metadata"]["name"]) for m in machines])
 
     # 2 -> 3: one more Machine with its clones, in the same MachineSet.
     patch(hub, ns, MD, "workers", {"spec": {"replicas": 3}})
@@ -488,3 +510,32 @@ def test_cluster_deletion_order(module_hub, ns):
     assert get(hub, ns, CLUSTER, "c", check=False) is not None
     patch(hub, ns, M3C, "m3c", {"metadata": {"finalizers": None}})
     wait_gone(hub, ns, CLUSTER, "c")
+
+
+def test_machinedeployment_missing_template_is_reported_then_recovers(module_hub, ns):
+    """An infrastructure template that does not exist: no Machine, ScalingUp
+    says why, the bootstrap config cloned before it is deleted again; once
+    the template is there, the Machine comes (retried with back-off)."""
+    hub = module_hub
+    hub.apply_obj(cluster_obj(ns, "c", infra=None, cp=None))
+    templates(hub, ns, infra=False)
+    hub.apply_obj(md_obj(ns, "workers", "c", 1))
+
+    def blocked():
+        sets = items(hub, ns, MS, "cluster.x-k8s.io/deployment-name=workers")
+        c = cond(sets[0], "ScalingUp") if sets else None
+        return c if c and "blocked" in c.get("message", "") else None
+    c = wait_for(blocked, timeout=TIMEOUT, what="ScalingUp blocked on the MachineSet")
+    assert c["status"] == "True" and c["reason"] == "ScalingUp"
+    assert "Scaling up from 0 to 1 replicas is blocked because:" in c["message"]
+    assert '"workers-m3" not found' in c["message"], c["message"]
+    md = wait_obj(hub, ns, MD, "workers", lambda o: "blocked" in (cond(o, "ScalingUp") or {}).get("message", ""),
+                  "ScalingUp blocked on the MachineDeployment")
+    assert md["status"]["phase"] == "ScalingUp"
+    assert not items(hub, ns, MACHINE)
+    # Nothing half-made is left.
+    wait_for(lambda: not [o for o in items(hub, ns, OAC) if not o["metadata"].get("deletionTimestamp")],
+             timeout=TIMEOUT, what="no bootstrap config left")
+
+    templates(hub, ns, boot=False)
+    md_machines(hub, ns, "workers", 1)
