@@ -270,6 +270,12 @@ static struct rt_result cluster_reconcile(void *ctx, const struct rt_key *key)
 	meta = json_object_get(cl, "metadata");
 	spec = json_object_get(cl, "spec");
 	gen = json_integer_value(json_object_get(meta, "generation"));
+	if (capi_paused(cl, cl, msg, sizeof(msg))) {
+		/* Nothing is reconciled, deletion included, until unpaused. */
+		r = capi_write_paused(h, c->k_cluster, cl, msg, &err);
+		json_decref(cl);
+		return r < 0 && err.status != 404 ? rt_error(r) : rt_done();
+	}
 	if (capi_str(meta, "deletionTimestamp")) {
 		struct rt_result res = cluster_delete(c, cl);
 
@@ -378,6 +384,7 @@ static struct rt_result cluster_reconcile(void *ctx, const struct rt_key *key)
 	capi_v1b1_cond_set(v1, "ControlPlaneReady", capi_cond_true(conds, "ControlPlaneAvailable"),
 			   "WaitingForControlPlane", "Info", NULL, now);
 	capi_cond_set(conds, "Deleting", "False", "NotDeleting", NULL, gen, now);
+	capi_set_paused_cond(st, false, NULL, gen, now);
 	{
 		static const char *const types[] = { "InfrastructureReady", "ControlPlaneAvailable", NULL };
 

@@ -205,6 +205,20 @@ static struct rt_result machine_reconcile(void *ctx, const struct rt_key *key)
 	meta = json_object_get(m, "metadata");
 	spec = json_object_get(m, "spec");
 	gen = json_integer_value(json_object_get(meta, "generation"));
+	{
+		json_t *cl = NULL;
+		bool paused;
+
+		if (!capi_str(spec, "clusterName") ||
+		    kube_get(h->api, c->k_cluster, key->ns, capi_str(spec, "clusterName"), &cl, &err) < 0)
+			cl = NULL;
+		paused = capi_paused(cl, m, msg, sizeof(msg));
+		json_decref(cl);
+		if (paused) {
+			r = capi_write_paused(h, c->k_machine, m, msg, &err);
+			goto out;
+		}
+	}
 	if (capi_str(meta, "deletionTimestamp")) {
 		struct rt_result res = machine_delete(c, m);
 
@@ -311,6 +325,7 @@ static struct rt_result machine_reconcile(void *ctx, const struct rt_key *key)
 		capi_cond_set(conds, "NodeHealthy", "Unknown", "NodeDoesNotExist", why, gen, now);
 	}
 	capi_cond_set(conds, "Deleting", "False", "NotDeleting", NULL, gen, now);
+	capi_set_paused_cond(st, false, NULL, gen, now);
 	if (node) {
 		capi_cond_set(conds, "Ready", "True", "Ready", NULL, gen, now);
 		capi_cond_set(conds, "Available", "True", "Available", NULL, gen, now);
@@ -388,6 +403,21 @@ static void ref_to_machine(struct rt_controller *rc, void *ctx, const struct rt_
 	json_decref(list);
 }
 
+/* A Cluster (spec.paused) queues its Machines. */
+static void cluster_to_machines(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
+{
+	struct capi_machine_ctl *c = ctx;
+	json_t *list, *p;
+	char key[600];
+	size_t i;
+
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
+	list = rt_cache_list_by(c->h->rt, c->k_machine->store_key, CAPI_IDX_CLUSTER_NAME, key);
+	json_array_foreach(list, i, p)
+		rt_enqueue(rc, json_string_value(json_array_get(p, 0)), json_string_value(json_array_get(p, 1)));
+	json_decref(list);
+}
+
 /* An Agent of InfraEnv <machine> queues Machine <machine> (if there is none,
  * its pass reads a 404 and ends). */
 static void agent_to_machine(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
@@ -424,6 +454,8 @@ int hub_capi_machine_register(struct hub *h)
 		return r;
 	d.watches[nw++] = (struct rt_watch){ .resource = c->k_machine->store_key, .map = RT_MAP_SELF };
 	d.watches[nw++] = (struct rt_watch){ .resource = h->k_agent->store_key, .map = RT_MAP_FN, .fn = agent_to_machine };
+	d.watches[nw++] = (struct rt_watch){ .resource = c->k_cluster->store_key, .map = RT_MAP_FN,
+					     .fn = cluster_to_machines };
 	/* The bootstrap configs and infra machines the registry knows. */
 	for (i = 0; i < h->reg->n && nw < RT_MAX_WATCHES; i++) {
 		const struct kube_kind *k = h->reg->kinds[i];

@@ -113,6 +113,25 @@ static int ensure_meta(struct capi_ms_ctl *c, const struct kube_kind *k, const j
 	return capi_set_finalizer(c->h, k, obj, finalizer, true, err);
 }
 
+/* Whether obj's reconcile is paused; then its Paused condition is written
+ * (*r: the write's result). */
+static bool paused(struct capi_ms_ctl *c, const struct kube_kind *k, const json_t *obj, int *r, ah_err *err)
+{
+	const char *cn = capi_str(json_object_get(obj, "spec"), "clusterName");
+	json_t *cl = NULL;
+	char msg[256];
+	bool p;
+
+	if (!cn || kube_get(c->h->api, c->k_cluster, capi_str(json_object_get(obj, "metadata"), "namespace"), cn, &cl,
+			     err) < 0)
+		cl = NULL;
+	p = capi_paused(cl, obj, msg, sizeof(msg));
+	json_decref(cl);
+	if (p)
+		*r = capi_write_paused(c->h, k, obj, msg, err);
+	return p;
+}
+
 static int patch_spec(struct capi_ms_ctl *c, const struct kube_kind *k, const json_t *obj, json_t *spec, ah_err *err)
 {
 	const json_t *meta = json_object_get(obj, "metadata");
@@ -342,6 +361,8 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 	spec = json_object_get(ms, "spec");
 	gen = json_integer_value(json_object_get(meta, "generation"));
 	machines = get_list(c, c->k_machine, CAPI_IDX_SET, key->ns, key->name);
+	if (paused(c, c->k_ms, ms, &r, &err))
+		goto out;
 	if (capi_str(meta, "deletionTimestamp")) {
 		if (capi_has_finalizer(ms, CAPI_FINALIZER_MACHINESET)) {
 			if (delete_all(c, c->k_machine, machines, &err))
@@ -414,6 +435,7 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 	} else {
 		capi_cond_set(conds, "ScalingDown", "False", "NotScalingDown", NULL, gen, now);
 	}
+	capi_set_paused_cond(st, false, NULL, gen, now);
 	if (ready == (int)json_array_size(machines))
 		capi_cond_set(conds, "MachinesReady", "True", "Ready", NULL, gen, now);
 	else
@@ -501,6 +523,8 @@ static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 	gen = json_integer_value(json_object_get(meta, "generation"));
 	cn = capi_str(spec, "clusterName");
 	sets = get_list(c, c->k_ms, CAPI_IDX_DEPLOYMENT, key->ns, key->name);
+	if (paused(c, c->k_md, md, &r, &err))
+		goto out;
 	if (capi_str(meta, "deletionTimestamp")) {
 		if (capi_has_finalizer(md, CAPI_FINALIZER_MACHINEDEPLOYMENT)) {
 			if (delete_all(c, c->k_ms, sets, &err))
@@ -595,6 +619,7 @@ static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 	conds = json_object_get(st, "conditions");
 	if (!json_is_array(conds))
 		json_object_set_new(st, "conditions", conds = json_array());
+	capi_set_paused_cond(st, false, NULL, gen, now);
 	if (avail >= desired) {
 		capi_cond_set(conds, "Available", "True", "Available", NULL, gen, now);
 	} else {
@@ -657,6 +682,32 @@ static void ms_deployment_index(const json_t *ms, json_t *out)
 	label_index(ms, CAPI_LABEL_DEPLOYMENT_NAME, out);
 }
 
+static void cluster_to(struct rt_controller *rc, const struct kube_kind *k, const struct rt_event *ev)
+{
+	json_t *list, *p;
+	char key[600];
+	size_t i;
+
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
+	list = rt_cache_list_by(sctl.h->rt, k->store_key, CAPI_IDX_CLUSTER_NAME, key);
+	json_array_foreach(list, i, p)
+		rt_enqueue(rc, json_string_value(json_array_get(p, 0)), json_string_value(json_array_get(p, 1)));
+	json_decref(list);
+}
+
+/* A Cluster (spec.paused) queues its MachineSets / MachineDeployments. */
+static void cluster_to_sets(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
+{
+	(void)ctx;
+	cluster_to(rc, sctl.k_ms, ev);
+}
+
+static void cluster_to_deployments(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
+{
+	(void)ctx;
+	cluster_to(rc, sctl.k_md, ev);
+}
+
 int hub_capi_machineset_register(struct hub *h)
 {
 	struct capi_ms_ctl *c = &sctl;
@@ -680,6 +731,7 @@ int hub_capi_machineset_register(struct hub *h)
 			.watches = {
 				{ .resource = c->k_ms->store_key, .map = RT_MAP_SELF },
 				{ .resource = c->k_machine->store_key, .map = RT_MAP_OWNER, .owner_kind = "MachineSet" },
+				{ .resource = c->k_cluster->store_key, .map = RT_MAP_FN, .fn = cluster_to_sets },
 			},
 		};
 
@@ -693,6 +745,7 @@ int hub_capi_machineset_register(struct hub *h)
 			.watches = {
 				{ .resource = c->k_md->store_key, .map = RT_MAP_SELF },
 				{ .resource = c->k_ms->store_key, .map = RT_MAP_OWNER, .owner_kind = "MachineDeployment" },
+				{ .resource = c->k_cluster->store_key, .map = RT_MAP_FN, .fn = cluster_to_deployments },
 			},
 		};
 
