@@ -36,7 +36,17 @@ struct capi_cluster_ctl {
 	const struct kube_kind *k_cluster, *k_md, *k_ms, *k_machine;
 };
 
-static struct capi_cluster_ctl cctl;
+/* The kinds, looked up per call from the hub's registry (ctx is the hub:
+ * several hubs may run in one process, as in the unit tests). */
+static bool ctl_init(struct capi_cluster_ctl *c, struct hub *h)
+{
+	c->h = h;
+	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
+	c->k_md = capi_kind(h->reg, CAPI_GROUP, "MachineDeployment");
+	c->k_ms = capi_kind(h->reg, CAPI_GROUP, "MachineSet");
+	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
+	return c->k_cluster && c->k_md && c->k_ms && c->k_machine;
+}
 
 static bool is_true(const json_t *o, const char *a, const char *b)
 {
@@ -254,8 +264,8 @@ static void not_true_summary(const json_t *conds, const char *const *types, char
 
 static struct rt_result cluster_reconcile(void *ctx, const struct rt_key *key)
 {
-	struct capi_cluster_ctl *c = ctx;
-	struct hub *h = c->h;
+	struct capi_cluster_ctl cc, *c = &cc;
+	struct hub *h = ctx;
 	json_t *cl = NULL, *infra = NULL, *cp = NULL, *labels, *st, *conds, *v1, *init;
 	const json_t *meta, *spec, *infra_ref, *cp_ref, *cp_avail;
 	const struct kube_kind *ki = NULL, *kc = NULL;
@@ -265,6 +275,8 @@ static struct rt_result cluster_reconcile(void *ctx, const struct rt_key *key)
 	int r = 0;
 	ah_err err;
 
+	if (!ctl_init(c, h))
+		return rt_done();
 	if (kube_get(h->api, c->k_cluster, key->ns, key->name, &cl, &err) < 0)
 		return err.status == 404 ? rt_done() : rt_error(-EIO);
 	meta = json_object_get(cl, "metadata");
@@ -470,13 +482,13 @@ static void descendant_to_cluster(struct rt_controller *rc, void *ctx, const str
 
 static void ref_to_cluster(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
 {
-	struct capi_cluster_ctl *c = ctx;
+	struct capi_cluster_ctl cc, *c = &cc;
 	const char *kind = ev->obj ? capi_str(ev->obj, "kind") : NULL;
 	json_t *list, *p;
 	char key[600];
 	size_t i;
 
-	if (!kind)
+	if (!kind || !ctl_init(c, ctx))
 		return;
 	snprintf(key, sizeof(key), "%s/%s/%s", kind, ev->so->ns, ev->so->name);
 	list = rt_cache_list_by(c->h->rt, c->k_cluster->store_key, CAPI_IDX_REFS, key);
@@ -494,18 +506,13 @@ static bool ends_with(const char *s, const char *suffix)
 
 int hub_capi_cluster_register(struct hub *h)
 {
-	struct capi_cluster_ctl *c = &cctl;
-	struct rt_controller_def d = { .name = "CAPICluster", .reconcile = cluster_reconcile, .ctx = c };
+	struct capi_cluster_ctl cc, *c = &cc;
+	struct rt_controller_def d = { .name = "CAPICluster", .reconcile = cluster_reconcile, .ctx = h };
 	const char *seen[RT_MAX_WATCHES];
 	size_t i, nw = 0, ns = 0;
 	int r;
 
-	c->h = h;
-	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
-	c->k_md = capi_kind(h->reg, CAPI_GROUP, "MachineDeployment");
-	c->k_ms = capi_kind(h->reg, CAPI_GROUP, "MachineSet");
-	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
-	if (!c->k_cluster || !c->k_md || !c->k_ms || !c->k_machine)
+	if (!ctl_init(c, h))
 		return 0; /* no Cluster API kinds installed */
 	r = rt_cache_index(h->rt, c->k_cluster->store_key, CAPI_IDX_REFS, cluster_refs_index);
 	if (r == 0)

@@ -41,7 +41,15 @@ struct capi_machine_ctl {
 	const struct kube_kind *k_machine, *k_cluster;
 };
 
-static struct capi_machine_ctl mctl;
+/* The kinds, looked up per call from the hub's registry (ctx is the hub:
+ * several hubs may run in one process, as in the unit tests). */
+static bool ctl_init(struct capi_machine_ctl *c, struct hub *h)
+{
+	c->h = h;
+	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
+	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
+	return c->k_machine && c->k_cluster;
+}
 
 static bool truthy(const json_t *o, const char *a, const char *b)
 {
@@ -188,8 +196,8 @@ static int machine_metadata(struct capi_machine_ctl *c, const json_t *m, ah_err 
 
 static struct rt_result machine_reconcile(void *ctx, const struct rt_key *key)
 {
-	struct capi_machine_ctl *c = ctx;
-	struct hub *h = c->h;
+	struct capi_machine_ctl cc, *c = &cc;
+	struct hub *h = ctx;
 	json_t *m = NULL, *bc = NULL, *im = NULL, *labels = NULL, *st, *init, *conds, *v1, *spec_patch = NULL;
 	const json_t *meta, *spec, *bref, *iref;
 	const struct kube_kind *kb = NULL, *ki = NULL;
@@ -200,6 +208,8 @@ static struct rt_result machine_reconcile(void *ctx, const struct rt_key *key)
 	int r = 0;
 	ah_err err;
 
+	if (!ctl_init(c, h))
+		return rt_done();
 	if (kube_get(h->api, c->k_machine, key->ns, key->name, &m, &err) < 0)
 		return err.status == 404 ? rt_done() : rt_error(-EIO);
 	meta = json_object_get(m, "metadata");
@@ -388,13 +398,13 @@ static void machine_refs_index(const json_t *m, json_t *out)
 
 static void ref_to_machine(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
 {
-	struct capi_machine_ctl *c = ctx;
+	struct capi_machine_ctl cc, *c = &cc;
 	const char *kind = ev->obj ? capi_str(ev->obj, "kind") : NULL;
 	json_t *list, *p;
 	char key[600];
 	size_t i;
 
-	if (!kind)
+	if (!kind || !ctl_init(c, ctx))
 		return;
 	snprintf(key, sizeof(key), "%s/%s/%s", kind, ev->so->ns, ev->so->name);
 	list = rt_cache_list_by(c->h->rt, c->k_machine->store_key, CAPI_IDX_REFS, key);
@@ -406,11 +416,13 @@ static void ref_to_machine(struct rt_controller *rc, void *ctx, const struct rt_
 /* A Cluster (spec.paused) queues its Machines. */
 static void cluster_to_machines(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
 {
-	struct capi_machine_ctl *c = ctx;
+	struct capi_machine_ctl cc, *c = &cc;
 	json_t *list, *p;
 	char key[600];
 	size_t i;
 
+	if (!ctl_init(c, ctx))
+		return;
 	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
 	list = rt_cache_list_by(c->h->rt, c->k_machine->store_key, CAPI_IDX_CLUSTER_NAME, key);
 	json_array_foreach(list, i, p)
@@ -438,16 +450,13 @@ static bool ends_with(const char *s, const char *suffix)
 
 int hub_capi_machine_register(struct hub *h)
 {
-	struct capi_machine_ctl *c = &mctl;
-	struct rt_controller_def d = { .name = "CAPIMachine", .reconcile = machine_reconcile, .ctx = c };
+	struct capi_machine_ctl cc, *c = &cc;
+	struct rt_controller_def d = { .name = "CAPIMachine", .reconcile = machine_reconcile, .ctx = h };
 	const char *seen[RT_MAX_WATCHES];
 	size_t i, nw = 0, ns = 0;
 	int r;
 
-	c->h = h;
-	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
-	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
-	if (!c->k_machine || !c->k_cluster)
+	if (!ctl_init(c, h))
 		return 0; /* no Cluster API kinds installed */
 	r = rt_cache_index(h->rt, c->k_machine->store_key, CAPI_IDX_REFS, machine_refs_index);
 	if (r < 0)

@@ -50,7 +50,17 @@ struct capi_ms_ctl {
 	const struct kube_kind *k_cluster, *k_md, *k_ms, *k_machine;
 };
 
-static struct capi_ms_ctl sctl;
+/* The kinds, looked up per call from the hub's registry (ctx is the hub:
+ * several hubs may run in one process, as in the unit tests). */
+static bool ctl_init(struct capi_ms_ctl *c, struct hub *h)
+{
+	c->h = h;
+	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
+	c->k_md = capi_kind(h->reg, CAPI_GROUP, "MachineDeployment");
+	c->k_ms = capi_kind(h->reg, CAPI_GROUP, "MachineSet");
+	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
+	return c->k_cluster && c->k_md && c->k_ms && c->k_machine;
+}
 
 static bool same(const char *a, const char *b)
 {
@@ -344,8 +354,8 @@ static json_t *pick_for_deletion(const json_t *active, size_t n, bool newest)
 
 static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 {
-	struct capi_ms_ctl *c = ctx;
-	struct hub *h = c->h;
+	struct capi_ms_ctl cc, *c = &cc;
+	struct hub *h = ctx;
 	json_t *ms = NULL, *machines, *active, *st, *conds;
 	const json_t *meta, *spec, *m;
 	long long desired, gen;
@@ -354,6 +364,8 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 	size_t i;
 	ah_err err;
 
+	if (!ctl_init(c, h))
+		return rt_done();
 	rt_wait_synced(h->rt, 0, SYNC_MS);
 	if (kube_get(h->api, c->k_ms, key->ns, key->name, &ms, &err) < 0)
 		return err.status == 404 ? rt_done() : rt_error(-EIO);
@@ -504,8 +516,8 @@ static json_t *new_machineset(struct capi_ms_ctl *c, const json_t *md, const cha
 
 static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 {
-	struct capi_ms_ctl *c = ctx;
-	struct hub *h = c->h;
+	struct capi_ms_ctl cc, *c = &cc;
+	struct hub *h = ctx;
 	json_t *md = NULL, *sets = NULL, *cl = NULL, *st = NULL, *conds, *match;
 	const json_t *meta, *spec, *s, *cur = NULL;
 	long long desired, gen, replicas = 0, ready = 0, avail = 0, uptodate = 0;
@@ -515,6 +527,8 @@ static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 	int r = 0;
 	ah_err err;
 
+	if (!ctl_init(c, h))
+		return rt_done();
 	rt_wait_synced(h->rt, 0, SYNC_MS);
 	if (kube_get(h->api, c->k_md, key->ns, key->name, &md, &err) < 0)
 		return err.status == 404 ? rt_done() : rt_error(-EIO);
@@ -682,14 +696,17 @@ static void ms_deployment_index(const json_t *ms, json_t *out)
 	label_index(ms, CAPI_LABEL_DEPLOYMENT_NAME, out);
 }
 
-static void cluster_to(struct rt_controller *rc, const struct kube_kind *k, const struct rt_event *ev)
+static void cluster_to(struct rt_controller *rc, struct hub *h, bool sets, const struct rt_event *ev)
 {
+	struct capi_ms_ctl cc;
 	json_t *list, *p;
 	char key[600];
 	size_t i;
 
+	if (!ctl_init(&cc, h))
+		return;
 	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
-	list = rt_cache_list_by(sctl.h->rt, k->store_key, CAPI_IDX_CLUSTER_NAME, key);
+	list = rt_cache_list_by(h->rt, (sets ? cc.k_ms : cc.k_md)->store_key, CAPI_IDX_CLUSTER_NAME, key);
 	json_array_foreach(list, i, p)
 		rt_enqueue(rc, json_string_value(json_array_get(p, 0)), json_string_value(json_array_get(p, 1)));
 	json_decref(list);
@@ -698,27 +715,20 @@ static void cluster_to(struct rt_controller *rc, const struct kube_kind *k, cons
 /* A Cluster (spec.paused) queues its MachineSets / MachineDeployments. */
 static void cluster_to_sets(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
 {
-	(void)ctx;
-	cluster_to(rc, sctl.k_ms, ev);
+	cluster_to(rc, ctx, true, ev);
 }
 
 static void cluster_to_deployments(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
 {
-	(void)ctx;
-	cluster_to(rc, sctl.k_md, ev);
+	cluster_to(rc, ctx, false, ev);
 }
 
 int hub_capi_machineset_register(struct hub *h)
 {
-	struct capi_ms_ctl *c = &sctl;
+	struct capi_ms_ctl cc, *c = &cc;
 	int r;
 
-	c->h = h;
-	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
-	c->k_md = capi_kind(h->reg, CAPI_GROUP, "MachineDeployment");
-	c->k_ms = capi_kind(h->reg, CAPI_GROUP, "MachineSet");
-	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
-	if (!c->k_cluster || !c->k_md || !c->k_ms || !c->k_machine)
+	if (!ctl_init(c, h))
 		return 0; /* no Cluster API kinds installed */
 	r = rt_cache_index(h->rt, c->k_machine->store_key, CAPI_IDX_SET, machine_set_index);
 	if (r == 0)
@@ -727,7 +737,7 @@ int hub_capi_machineset_register(struct hub *h)
 		struct rt_controller_def d = {
 			.name = "CAPIMachineSet",
 			.reconcile = ms_reconcile,
-			.ctx = c,
+			.ctx = h,
 			.watches = {
 				{ .resource = c->k_ms->store_key, .map = RT_MAP_SELF },
 				{ .resource = c->k_machine->store_key, .map = RT_MAP_OWNER, .owner_kind = "MachineSet" },
@@ -741,7 +751,7 @@ int hub_capi_machineset_register(struct hub *h)
 		struct rt_controller_def d = {
 			.name = "CAPIMachineDeployment",
 			.reconcile = md_reconcile,
-			.ctx = c,
+			.ctx = h,
 			.watches = {
 				{ .resource = c->k_md->store_key, .map = RT_MAP_SELF },
 				{ .resource = c->k_ms->store_key, .map = RT_MAP_OWNER, .owner_kind = "MachineDeployment" },
