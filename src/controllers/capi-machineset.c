@@ -26,9 +26,9 @@
  * then the oldest (the newest with spec.deletion.order Newest).  A deleted
  * MachineSet deletes its Machines and waits for them to be gone.
  *
- * Before counting, a pass waits for the cache to hold every write made so
- * far (rt_wait_synced()), so Machines it just created are never missed and
- * created twice. */
+ * Before creating, a pass waits for the cache to hold every write made so
+ * far (rt_wait_synced()) and counts again, so Machines (MachineSets) it just
+ * created are never missed and created twice. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -366,7 +366,6 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 
 	if (!ctl_init(c, h))
 		return rt_done();
-	rt_wait_synced(h->rt, 0, SYNC_MS);
 	if (kube_get(h->api, c->k_ms, key->ns, key->name, &ms, &err) < 0)
 		return err.status == 404 ? rt_done() : rt_error(-EIO);
 	meta = json_object_get(ms, "metadata");
@@ -387,11 +386,18 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 	if ((r = ensure_meta(c, c->k_ms, ms, CAPI_FINALIZER_MACHINESET, NULL, &err)) != 0)
 		goto out;
 
+	desired = json_is_integer(json_object_get(spec, "replicas")) ? json_integer_value(json_object_get(spec, "replicas")) : 1;
+	if ((long long)json_array_size(machines) < desired) {
+		/* About to create: first let the cache take every write so far
+		 * (Machines this controller just made), then count again. */
+		rt_wait_synced(h->rt, 0, SYNC_MS);
+		json_decref(machines);
+		machines = get_list(c, c->k_machine, CAPI_IDX_SET, key->ns, key->name);
+	}
 	active = json_array();
 	json_array_foreach(machines, i, m)
 		if (!capi_str(json_object_get(m, "metadata"), "deletionTimestamp"))
 			json_array_append(active, (json_t *)m);
-	desired = json_is_integer(json_object_get(spec, "replicas")) ? json_integer_value(json_object_get(spec, "replicas")) : 1;
 	if ((long long)json_array_size(active) < desired) {
 		long long n = desired - (long long)json_array_size(active);
 
@@ -523,13 +529,13 @@ static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 	long long desired, gen, replicas = 0, ready = 0, avail = 0, uptodate = 0;
 	char hash[16], sel[1024], now[32], msg[AH_ERR_MSG_MAX + 128];
 	const char *cn, *phase;
+	bool synced;
 	size_t i;
 	int r = 0;
 	ah_err err;
 
 	if (!ctl_init(c, h))
 		return rt_done();
-	rt_wait_synced(h->rt, 0, SYNC_MS);
 	if (kube_get(h->api, c->k_md, key->ns, key->name, &md, &err) < 0)
 		return err.status == 404 ? rt_done() : rt_error(-EIO);
 	meta = json_object_get(md, "metadata");
@@ -560,13 +566,23 @@ static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 	desired = json_integer_value(json_object_get(spec, "replicas"));
 	capi_template_hash(json_object_get(spec, "template"), hash, sizeof(hash));
 
-	json_array_foreach(sets, i, s) {
-		const json_t *sm = json_object_get(s, "metadata");
+	for (synced = false;; synced = true) {
+		json_array_foreach(sets, i, s) {
+			const json_t *sm = json_object_get(s, "metadata");
 
-		if (capi_str(sm, "deletionTimestamp") || !capi_owner_name(sm, CAPI_GROUP, "MachineDeployment", true))
-			continue;
-		if (same(capi_str(json_object_get(sm, "labels"), CAPI_LABEL_TEMPLATE_HASH), hash) && !cur)
-			cur = s;
+			if (capi_str(sm, "deletionTimestamp") ||
+			    !capi_owner_name(sm, CAPI_GROUP, "MachineDeployment", true))
+				continue;
+			if (same(capi_str(json_object_get(sm, "labels"), CAPI_LABEL_TEMPLATE_HASH), hash) && !cur)
+				cur = s;
+		}
+		if (cur || synced)
+			break;
+		/* About to create: first let the cache take every write so
+		 * far (a MachineSet this controller just made), then look again. */
+		rt_wait_synced(h->rt, 0, SYNC_MS);
+		json_decref(sets);
+		sets = get_list(c, c->k_ms, CAPI_IDX_DEPLOYMENT, key->ns, key->name);
 	}
 	if (!cur) {
 		json_t *ms = new_machineset(c, md, hash, desired), *ret = NULL;
