@@ -430,15 +430,33 @@ static void cluster_to_machines(struct rt_controller *rc, void *ctx, const struc
 	json_decref(list);
 }
 
-/* An Agent of InfraEnv <machine> queues Machine <machine> (if there is none,
- * its pass reads a 404 and ends). */
+static void machine_name_index(const json_t *m, json_t *out)
+{
+	const json_t *meta = json_object_get(m, "metadata");
+	char key[600];
+
+	if (capi_str(meta, "namespace") && capi_str(meta, "name")) {
+		snprintf(key, sizeof(key), "%s/%s", capi_str(meta, "namespace"), capi_str(meta, "name"));
+		json_array_append_new(out, json_string(key));
+	}
+}
+
+/* An Agent of InfraEnv <machine> queues Machine <machine> when there is one
+ * (most Agents belong to no Machine). */
 static void agent_to_machine(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
 {
 	const char *ie = ev->obj ? capi_str(capi_path(ev->obj, "metadata", "labels"), LABEL_INFRAENV) : NULL;
+	struct capi_machine_ctl cc;
+	json_t *list;
+	char key[600];
 
-	(void)ctx;
-	if (ie && *ie)
+	if (!ie || !*ie || !ctl_init(&cc, ctx))
+		return;
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ie);
+	list = rt_cache_list_by(cc.h->rt, cc.k_machine->store_key, CAPI_IDX_NAME, key);
+	if (json_array_size(list))
 		rt_enqueue(rc, ev->so->ns, ie);
+	json_decref(list);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -459,6 +477,8 @@ int hub_capi_machine_register(struct hub *h)
 	if (!ctl_init(c, h))
 		return 0; /* no Cluster API kinds installed */
 	r = rt_cache_index(h->rt, c->k_machine->store_key, CAPI_IDX_REFS, machine_refs_index);
+	if (r == 0)
+		r = rt_cache_index(h->rt, c->k_machine->store_key, CAPI_IDX_NAME, machine_name_index);
 	if (r < 0)
 		return r;
 	d.watches[nw++] = (struct rt_watch){ .resource = c->k_machine->store_key, .map = RT_MAP_SELF };

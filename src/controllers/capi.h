@@ -38,6 +38,7 @@ struct hub;
 /* Cache indexes on the CAPI kinds (declared by the controller that owns the kind). */
 #define CAPI_IDX_CLUSTER_NAME "capiClusterName" /* MD, MS, Machine -> "ns/spec.clusterName" */
 #define CAPI_IDX_REFS "capiRefs"                /* Cluster, Machine -> "Kind/ns/name" of each ref */
+#define CAPI_IDX_NAME "capiName"                /* Machine -> "ns/name" (does it exist?) */
 #define CAPI_IDX_SET "capiSetName"              /* Machine -> "ns/<set-name label>" */
 #define CAPI_IDX_DEPLOYMENT "capiDeploymentName" /* MS -> "ns/<deployment-name label>" */
 
