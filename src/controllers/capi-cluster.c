@@ -196,51 +196,67 @@ static struct rt_result cluster_delete(struct capi_cluster_ctl *c, json_t *cl)
 	struct hub *h = c->h;
 	const json_t *meta = json_object_get(cl, "metadata"), *spec = json_object_get(cl, "spec");
 	const char *ns = capi_str(meta, "namespace"), *name = capi_str(meta, "name");
-	const struct kube_kind *k = NULL;
-	json_t *st, *obj = NULL;
+	const struct kube_kind *kcp = NULL, *ki = NULL;
+	json_t *st, *cp = NULL, *infra = NULL;
+	const char *reason, *msg = NULL;
+	struct rt_result res = rt_done();
 	char now[32];
-	int cp_left, r;
+	int cp_left = 0, workers, r;
 	ah_err err;
 
 	if (!capi_has_finalizer(cl, CAPI_FINALIZER_CLUSTER))
 		return rt_done();
+	/* 1. MachineDeployments, MachineSets, worker Machines. */
+	delete_descendants(c, ns, name, &err);
+	workers = count_by(c, c->k_md, ns, name) + count_by(c, c->k_ms, ns, name) + workers_left(c, ns, name, &cp_left);
+	if (get_ref(h, json_object_get(spec, "controlPlaneRef"), ns, &kcp, &cp, &err) < 0 ||
+	    get_ref(h, json_object_get(spec, "infrastructureRef"), ns, &ki, &infra, &err) < 0) {
+		json_decref(cp);
+		return rt_error(-EIO);
+	}
+	/* The stage, with upstream's reasons for the Deleting condition. */
+	if (workers) {
+		reason = "WaitingForWorkersDeletion";
+		msg = "Waiting for MachineDeployments, MachineSets and worker Machines to be deleted";
+	} else if (cp || cp_left) {
+		reason = "WaitingForControlPlaneDeletion";
+		msg = "Waiting for the control plane to be deleted";
+	} else if (infra) {
+		reason = "WaitingForInfrastructureDeletion";
+		msg = "Waiting for the infrastructure cluster to be deleted";
+	} else {
+		reason = "DeletionCompleted";
+	}
 	util_now_rfc3339(now, sizeof(now));
 	st = json_is_object(json_object_get(cl, "status")) ? json_deep_copy(json_object_get(cl, "status")) : json_object();
 	json_object_set_new(st, "phase", json_string("Deleting"));
-	capi_cond_set(conds_of(st), "Deleting", "True", "Deleting", NULL, json_integer_value(json_object_get(meta, "generation")),
-		      now);
+	capi_cond_set(conds_of(st), "Deleting", "True", reason, msg,
+		      json_integer_value(json_object_get(meta, "generation")), now);
 	r = capi_write_status(h, c->k_cluster, cl, st, &err);
 	json_decref(st);
-	if (r != 0)
-		return r < 0 && err.status != 404 ? rt_error(r) : rt_done();
-
-	/* 1. MachineDeployments, MachineSets, worker Machines. */
-	delete_descendants(c, ns, name, &err);
-	if (count_by(c, c->k_md, ns, name) || count_by(c, c->k_ms, ns, name) || workers_left(c, ns, name, &cp_left))
-		return rt_requeue_after(WAIT_MS);
-	/* 2. The control plane (its Machines go with it). */
-	if (get_ref(h, json_object_get(spec, "controlPlaneRef"), ns, &k, &obj, &err) < 0)
-		return rt_error(-EIO);
-	if (obj) {
-		r = capi_delete(h, k, ns, capi_str(json_object_get(obj, "metadata"), "name"), &err);
-		json_decref(obj);
-		return r < 0 ? rt_error(r) : rt_requeue_after(WAIT_MS);
+	if (r != 0) {
+		/* Its event brings the next pass. */
+		res = r < 0 && err.status != 404 ? rt_error(r) : rt_done();
+	} else if (workers) {
+		res = rt_requeue_after(WAIT_MS);
+	} else if (cp || cp_left) {
+		/* 2. The control plane (its Machines go with it). */
+		r = cp ? capi_delete(h, kcp, ns, capi_str(json_object_get(cp, "metadata"), "name"), &err) : 1;
+		res = r < 0 ? rt_error(r) : rt_requeue_after(WAIT_MS);
+	} else if (infra) {
+		/* 3. The infra cluster. */
+		r = capi_delete(h, ki, ns, capi_str(json_object_get(infra, "metadata"), "name"), &err);
+		res = r < 0 ? rt_error(r) : rt_requeue_after(WAIT_MS);
+	} else {
+		r = capi_set_finalizer(h, c->k_cluster, cl, CAPI_FINALIZER_CLUSTER, false, &err);
+		if (r < 0 && err.status != 404)
+			res = rt_error(r);
+		else
+			log_info("cluster %s/%s: deleted", ns, name);
 	}
-	if (cp_left)
-		return rt_requeue_after(WAIT_MS);
-	/* 3. The infra cluster. */
-	if (get_ref(h, json_object_get(spec, "infrastructureRef"), ns, &k, &obj, &err) < 0)
-		return rt_error(-EIO);
-	if (obj) {
-		r = capi_delete(h, k, ns, capi_str(json_object_get(obj, "metadata"), "name"), &err);
-		json_decref(obj);
-		return r < 0 ? rt_error(r) : rt_requeue_after(WAIT_MS);
-	}
-	r = capi_set_finalizer(h, c->k_cluster, cl, CAPI_FINALIZER_CLUSTER, false, &err);
-	if (r < 0 && err.status != 404)
-		return rt_error(r);
-	log_info("cluster %s/%s: deleted", ns, name);
-	return rt_done();
+	json_decref(cp);
+	json_decref(infra);
+	return res;
 }
 
 /* "* Type: message" lines of the conditions of types that are not True. */

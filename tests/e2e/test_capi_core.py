@@ -503,6 +503,8 @@ def test_cluster_deletion_order(module_hub, ns):
     wait_for(lambda: deleting(hub, ns, MD, "workers"), timeout=TIMEOUT, what="MachineDeployment deleting")
     cl = wait_obj(hub, ns, CLUSTER, "c", lambda o: o["status"].get("phase") == "Deleting", "Deleting")
     assert "cluster.cluster.x-k8s.io" in cl["metadata"]["finalizers"]
+    assert cond(cl, "Deleting")["status"] == "True"
+    assert cond(cl, "Deleting")["reason"] == "WaitingForWorkersDeletion"
     # While a worker is left, the control plane and the infra cluster stay.
     assert not deleting(hub, ns, OACP, "cp") and not deleting(hub, ns, M3C, "m3c")
 
@@ -513,11 +515,14 @@ def test_cluster_deletion_order(module_hub, ns):
     # Then the control plane; the infra cluster waits for it.
     wait_for(lambda: deleting(hub, ns, OACP, "cp"), timeout=TIMEOUT, what="control plane deleting")
     assert not deleting(hub, ns, M3C, "m3c")
+    wait_obj(hub, ns, CLUSTER, "c", lambda o: cond(o, "Deleting")["reason"] == "WaitingForControlPlaneDeletion",
+             "WaitingForControlPlaneDeletion")
     patch(hub, ns, OACP, "cp", {"metadata": {"finalizers": None}})
     wait_gone(hub, ns, OACP, "cp")
     # Then the infra cluster; the Cluster waits for it.
     wait_for(lambda: deleting(hub, ns, M3C, "m3c"), timeout=TIMEOUT, what="infra cluster deleting")
-    assert get(hub, ns, CLUSTER, "c", check=False) is not None
+    wait_obj(hub, ns, CLUSTER, "c", lambda o: cond(o, "Deleting")["reason"] == "WaitingForInfrastructureDeletion",
+             "WaitingForInfrastructureDeletion")
     patch(hub, ns, M3C, "m3c", {"metadata": {"finalizers": None}})
     wait_gone(hub, ns, CLUSTER, "c")
 
