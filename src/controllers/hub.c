@@ -5,6 +5,7 @@
  * level-triggered loop that writes only what differs, so its own writes
  * come back as events that reconcile to nothing. */
 #include "hub-internal.h"
+#include "controllers/capi.h"
 #include "controllers/leader.h"
 
 #include <errno.h>
@@ -399,6 +400,12 @@ static int start_controllers(struct hub *h, bool standby)
 		r = hub_classification_register(h);
 	if (r == 0)
 		r = hub_manifests_register(h);
+	if (r == 0)
+		r = hub_capi_cluster_register(h);
+	if (r == 0)
+		r = hub_capi_machine_register(h);
+	if (r == 0)
+		r = hub_capi_machineset_register(h);
 	/* Hosts that stopped polling are found by a sweep (agentapi.c). */
 	if (r == 0)
 		r = rt_ticker(h->rt, 1000, sweep_disconnected, h);
