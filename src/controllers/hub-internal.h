@@ -130,6 +130,9 @@ int hub_classification_match(const char *query, const json_t *inventory);
  * hub_manifests_present() tells whether aci's referenced ConfigMaps all exist
  * and hold at least one manifest (the cluster's custom manifests). */
 int hub_manifests_register(struct hub *h);
+/* In place of CAPM3 (capm3.c, capm3-data.c): the Metal3Cluster and
+ * Metal3Machine controllers; nothing when those kinds are not served. */
+int hub_capm3_register(struct hub *h);
 bool hub_manifests_present(struct hub *h, const json_t *aci);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
