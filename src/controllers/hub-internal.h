@@ -130,6 +130,10 @@ int hub_classification_match(const char *query, const json_t *inventory);
  * hub_manifests_present() tells whether aci's referenced ConfigMaps all exist
  * and hold at least one manifest (the cluster's custom manifests). */
 int hub_manifests_register(struct hub *h);
+/* The CAPI OpenShift Assisted bootstrap provider (capoa-bootstrap.c): the
+ * OpenshiftAssistedConfig and CAPOAAgent controllers; nothing when the
+ * CAPI kinds are not declared. */
+int hub_capoa_bootstrap_register(struct hub *h);
 bool hub_manifests_present(struct hub *h, const json_t *aci);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
