@@ -44,8 +44,8 @@ void capi_cond_set(json_t *conds, const char *type, const char *status, const ch
 	if (old && same(capi_str(old, "status"), status) && capi_str(old, "lastTransitionTime"))
 		ltt = capi_str(old, "lastTransitionTime");
 	c = json_pack("{s:s,s:s,s:s,s:s}", "type", type, "status", status, "reason", reason, "lastTransitionTime", ltt);
-	if (message && *message)
-		json_object_set_new(c, "message", json_string(message));
+	/* metav1.Condition: message is required (may be empty), as upstream always writes it. */
+	json_object_set_new(c, "message", json_string(message ? message : ""));
 	if (generation >= 0)
 		json_object_set_new(c, "observedGeneration", json_integer(generation));
 	if (old) {

@@ -134,6 +134,8 @@ static void set_cond(json_t *status, const char *key, bool v1beta1, const char *
 			json_object_set_new(nc, "severity", json_string(severity));
 		if (msg && *msg)
 			json_object_set_new(nc, "message", json_string(msg));
+		else if (!v1beta1) /* metav1.Condition: message is required (may be empty) */
+			json_object_set_new(nc, "message", json_string(""));
 	}
 	json_array_foreach(list, i, c) {
 		if (!same(jstr(c, "type"), type))

@@ -263,6 +263,8 @@ static void cond_put(json_t *list, const json_t *old_list, const char *type, con
 		json_object_set_new(c, "reason", json_string(reason));
 	if (is_set(message))
 		json_object_set_new(c, "message", json_string(message));
+	else if (v1beta2) /* metav1.Condition: message is required (may be empty) */
+		json_object_set_new(c, "message", json_string(""));
 	if (!v1beta2 && is_set(severity))
 		json_object_set_new(c, "severity", json_string(severity));
 	if (v1beta2 && generation > 0)
