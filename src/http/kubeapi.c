@@ -975,6 +975,10 @@ static enum table_include table_include_param(struct http_req *req)
 /* A kind served from another kind's storage (events.k8s.io Events) reads
  * and writes through the stored kind; objects are converted at the edge. */
 #define STORED(k) ((k)->stored_as ? (k)->stored_as : (k))
+/* Writes through a CRD version served converted from the storage version
+ * go to the kube layer as that version (it checks the body in that version
+ * and converts it); events.k8s.io Events are converted here. */
+#define WRITE_KIND(k) (kube_convert_is_version(k) ? (k) : STORED(k))
 
 /* Convert a request body (object or patch) of a converted kind to the stored
  * form in place; a JSON Patch has its paths rewritten. */
@@ -982,7 +986,7 @@ static void body_to_stored(const struct kube_kind *k, json_t **body, const char 
 {
 	json_t *c;
 
-	if (!k->stored_as || !*body)
+	if (!k->stored_as || !*body || kube_convert_is_version(k))
 		return;
 	if (content_type && strstr(content_type, "json-patch") && json_is_array(*body)) {
 		size_t i;
@@ -1089,9 +1093,11 @@ static enum http_result reply_object(struct http_req *req, const struct kube_kin
 		s = text;
 		len = text_len;
 	} else if (k && wants_table(req)) {
-		json_t *rows = json_array(), *tbl;
+		json_t *rows = json_array(), *tbl, *vobj = kube_convert_is_version(k) ? kube_convert(k, obj, false) :
+			json_incref((json_t *)obj);
 
-		json_array_append_new(rows, table_row(k->columns, obj, table_include_param(req), time(NULL)));
+		json_array_append_new(rows, table_row(k->columns, vobj, table_include_param(req), time(NULL)));
+		json_decref(vobj);
 		tbl = json_pack("{s:s,s:s,s:{s:O},s:o,s:o}", "kind", "Table", "apiVersion", "meta.k8s.io/v1",
 				"metadata", "resourceVersion",
 				json_object_get(json_object_get(obj, "metadata"), "resourceVersion") ?
@@ -1432,6 +1438,14 @@ static int list_visit(const store_obj *so, void *userdata)
 		obj = json_loadb(so->json, so->len, 0, NULL);
 		if (!obj)
 			return 0;
+		if (lc->table && kube_convert_is_version(lc->k)) {
+			json_t *c = kube_convert(lc->k, obj, false);
+
+			json_decref(obj);
+			obj = c;
+			if (!obj)
+				return 0;
+		}
 		if (lc->ls && !label_selector_matches(lc->ls, json_object_get(json_object_get(obj, "metadata"), "labels"))) {
 			json_decref(obj);
 			return 0;
@@ -1563,7 +1577,9 @@ static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, co
 	lc.table = wants_table(req);
 	lc.include = table_include_param(req);
 	lc.now = time(NULL);
-	if (lc.table)
+	/* Rows are cached per stored object; a converted version has its own
+	 * columns over its own form, so it is not cached. */
+	if (lc.table && !kube_convert_is_version(t->k))
 		lc.cache = ka->rows;
 	lc.rows = json_array();
 	strbuf_init(&lc.out, 0);
@@ -1813,6 +1829,14 @@ static int watch_emit_opt(struct watch_state *ws, const char *type, const store_
 		obj = json_loadb(so->json, so->len, 0, NULL);
 		if (!obj)
 			return 0;
+		if (ws->table && kube_convert_is_version(ws->k)) {
+			json_t *c = kube_convert(ws->k, obj, false);
+
+			json_decref(obj);
+			obj = c;
+			if (!obj)
+				return 0;
+		}
 	}
 	if (ws->ls || ws->fs) {
 		bool m = (!ws->ls || label_selector_matches(ws->ls, json_object_get(json_object_get(obj, "metadata"), "labels"))) &&
@@ -2288,7 +2312,7 @@ static enum http_result handle_resource(struct kubeapi *ka, struct http_req *req
 				goto fail;
 			body_to_stored(t->k, &body, NULL);
 			o.want_text = true;
-			r = kube_create(ka->api, STORED(t->k), t->ns, body, &o, &ret, &err);
+			r = kube_create(ka->api, WRITE_KIND(t->k), t->ns, body, &o, &ret, &err);
 			if (r < 0)
 				goto fail;
 			res = reply_object(req, t->k, 201, ret, warnings, o.text, o.text_len);
@@ -2328,7 +2352,7 @@ static enum http_result handle_resource(struct kubeapi *ka, struct http_req *req
 			goto fail;
 		body_to_stored(t->k, &body, NULL);
 		o.want_text = true;
-		r = kube_update(ka->api, STORED(t->k), t->ns, t->name, body, &o, &ret, &err);
+		r = kube_update(ka->api, WRITE_KIND(t->k), t->ns, t->name, body, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
 		res = reply_object(req, t->k, 200, ret, warnings, o.text, o.text_len);
@@ -2362,7 +2386,7 @@ static enum http_result handle_resource(struct kubeapi *ka, struct http_req *req
 			goto fail;
 		body_to_stored(t->k, &body, ct);
 		o.want_text = true;
-		r = kube_patch(ka->api, STORED(t->k), t->ns, t->name, ct, body, &o, &ret, &err);
+		r = kube_patch(ka->api, WRITE_KIND(t->k), t->ns, t->name, ct, body, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
 		res = reply_object(req, t->k, o.created ? 201 : 200, ret, warnings, o.text, o.text_len);

@@ -147,3 +147,162 @@ def test_capoa_example_stored_without_pruning(capi_hub, name, doc):
     problems = missing(want, got)
     assert not problems, f"{name}:\n" + "\n".join(problems)
     assert got["apiVersion"] == doc["apiVersion"]
+
+
+# ---- multi-version conversion -------------------------------------------------
+
+OAC = "/apis/bootstrap.cluster.x-k8s.io/{v}/namespaces/{ns}/openshiftassistedconfigs"
+OACP = "/apis/controlplane.cluster.x-k8s.io/{v}/namespaces/{ns}/openshiftassistedcontrolplanes"
+CONVERSION_DATA = "cluster.x-k8s.io/conversion-data"
+
+
+def ok(r, code=200):
+    assert r.status == code, r
+    return r.json()
+
+
+def test_oac_v1alpha1_status_reads_as_v1alpha2(capi_hub, ns):
+    h = capi_hub
+    ok(h.request("POST", OAC.format(v="v1alpha1", ns=ns), {
+        "apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha1", "kind": "OpenshiftAssistedConfig",
+        "metadata": {"name": "c1"},
+        "spec": {"cpuArchitecture": "x86_64", "nodeRegistration": {"name": "$METADATA_NAME"}}}), 201)
+    cur = ok(h.get(OAC.format(v="v1alpha1", ns=ns) + "/c1"))
+    cur["status"] = {"ready": True, "dataSecretName": "c1-data",
+                     "infraEnvRef": {"kind": "InfraEnv", "name": "c1", "namespace": ns},
+                     "failureReason": "none",
+                     "conditions": [{"type": "Ready", "status": "True",
+                                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    ok(h.request("PUT", OAC.format(v="v1alpha1", ns=ns) + "/c1/status", cur))
+    v2 = ok(h.get(OAC.format(v="v1alpha2", ns=ns) + "/c1"))
+    assert v2["apiVersion"] == "bootstrap.cluster.x-k8s.io/v1alpha2"
+    assert v2["status"]["initialization"] == {"dataSecretCreated": True}
+    assert v2["status"]["dataSecretName"] == "c1-data"
+    assert v2["status"]["v1beta1Conditions"][0]["type"] == "Ready"
+    assert "ready" not in v2["status"] and "infraEnvRef" not in v2["status"]
+    # Back through v1alpha1.  (A status write keeps the object's metadata,
+    # so v1alpha1-only status fields are not kept: kube-apiserver's status
+    # strategy does the same with Cluster API's conversion annotation.)
+    v1 = ok(h.get(OAC.format(v="v1alpha1", ns=ns) + "/c1"))
+    assert v1["apiVersion"] == "bootstrap.cluster.x-k8s.io/v1alpha1"
+    assert v1["status"]["ready"] is True
+    assert v1["status"]["conditions"][0]["type"] == "Ready"
+    assert "initialization" not in v1["status"]
+    data = json.loads(v1["metadata"]["annotations"][CONVERSION_DATA])
+    assert data["apiVersion"] == "bootstrap.cluster.x-k8s.io/v1alpha2"
+    # Written as v1alpha2 (dataSecretCreated), read as v1alpha1 (ready).
+    v2["status"] = {"initialization": {"dataSecretCreated": False}, "dataSecretName": "other"}
+    ok(h.request("PUT", OAC.format(v="v1alpha2", ns=ns) + "/c1/status", v2))
+    v1 = ok(h.get(OAC.format(v="v1alpha1", ns=ns) + "/c1"))
+    assert "ready" not in v1["status"] and v1["status"]["dataSecretName"] == "other"
+
+
+def test_oac_v1alpha2_only_fields_survive_a_v1alpha1_round_trip(capi_hub, ns):
+    h = capi_hub
+    ok(h.request("POST", OAC.format(v="v1alpha2", ns=ns), {
+        "apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha2", "kind": "OpenshiftAssistedConfig",
+        "metadata": {"name": "c2"},
+        "spec": {"preBootstrapCommands": ["echo pre"], "postBootstrapKubeconfigPath": "/var/k",
+                 "nodeRegistration": {"name": "n", "providerID": "metal3://x"}}}), 201)
+    v1 = ok(h.get(OAC.format(v="v1alpha1", ns=ns) + "/c2"))
+    assert "preBootstrapCommands" not in v1["spec"] and "providerID" not in v1["spec"]["nodeRegistration"]
+    assert v1["spec"]["nodeRegistration"] == {"name": "n"}
+    v1["metadata"].setdefault("labels", {})["touched"] = "yes"
+    ok(h.request("PUT", OAC.format(v="v1alpha1", ns=ns) + "/c2", v1))
+    v2 = ok(h.get(OAC.format(v="v1alpha2", ns=ns) + "/c2"))
+    assert v2["metadata"]["labels"]["touched"] == "yes"
+    assert v2["spec"]["preBootstrapCommands"] == ["echo pre"]
+    assert v2["spec"]["postBootstrapKubeconfigPath"] == "/var/k"
+    assert v2["spec"]["nodeRegistration"]["providerID"] == "metal3://x"
+    # kubectl reads either version.
+    out = h.kubectl_json("get", "openshiftassistedconfigs.v1alpha1.bootstrap.cluster.x-k8s.io", "-n", ns, "c2")
+    assert out["apiVersion"] == "bootstrap.cluster.x-k8s.io/v1alpha1"
+
+
+def oacp_v1alpha2(name):
+    return {"apiVersion": "controlplane.cluster.x-k8s.io/v1alpha2", "kind": "OpenshiftAssistedControlPlane",
+            "metadata": {"name": name},
+            "spec": {"distributionVersion": "4.19.0", "replicas": 3,
+                     "config": {"baseDomain": "example.com"},
+                     "machineTemplate": {
+                         "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                                               "kind": "Metal3MachineTemplate", "name": "cp",
+                                               "namespace": "somewhere"},
+                         "nodeDrainTimeout": "1m30s", "nodeDeletionTimeout": "10s"}}}
+
+
+def test_oacp_v1alpha2_to_v1alpha3_and_back(capi_hub, ns):
+    h = capi_hub
+    ok(h.request("POST", OACP.format(v="v1alpha2", ns=ns), oacp_v1alpha2("cp1")), 201)
+    v3 = ok(h.get(OACP.format(v="v1alpha3", ns=ns) + "/cp1"))
+    mt = v3["spec"]["machineTemplate"]
+    assert mt["infrastructureRef"] == {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                       "kind": "Metal3MachineTemplate", "name": "cp"}
+    assert mt["deletion"] == {"nodeDrainTimeoutSeconds": 90, "nodeDeletionTimeoutSeconds": 10}
+    assert "nodeDrainTimeout" not in mt
+    v2 = ok(h.get(OACP.format(v="v1alpha2", ns=ns) + "/cp1"))
+    mt2 = v2["spec"]["machineTemplate"]
+    assert mt2["infrastructureRef"] == {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                                        "kind": "Metal3MachineTemplate", "name": "cp", "namespace": "somewhere"}
+    assert mt2["nodeDrainTimeout"] == "1m30s" and mt2["nodeDeletionTimeout"] == "10s"
+    assert "deletion" not in mt2
+    # Status written in v1alpha3, read in v1alpha2.
+    v3["status"] = {"conditions": [{"type": "Available", "status": "True", "reason": "Available", "message": "",
+                                    "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                                   {"type": "MachinesReady", "status": "False", "reason": "MachinesNotReady",
+                                    "message": "1 of 3", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                    "initialization": {"controlPlaneInitialized": True}, "replicas": 3, "readyReplicas": 2,
+                    "availableReplicas": 2, "upToDateReplicas": 3, "version": "v1.32.5",
+                    "distributionVersion": "4.19.0", "selector": "cluster.x-k8s.io/cluster-name=x",
+                    "observedGeneration": 1}
+    ok(h.request("PUT", OACP.format(v="v1alpha3", ns=ns) + "/cp1/status", v3))
+    st = ok(h.get(OACP.format(v="v1alpha2", ns=ns) + "/cp1"))["status"]
+    assert st["ready"] is True and st["initialized"] is True
+    assert st["updatedReplicas"] == 3 and st["unavailableReplicas"] == 1 and st["readyReplicas"] == 2
+    assert st["version"] == "v1.32.5" and st["selector"] == "cluster.x-k8s.io/cluster-name=x"
+    conds = {c["type"]: c for c in st["conditions"]}
+    assert conds["MachinesReady"]["severity"] == "Info" and "severity" not in conds["Available"]
+    assert "availableReplicas" not in st and "initialization" not in st
+
+
+def test_oacp_patch_list_watch_through_v1alpha2(capi_hub, ns):
+    h = capi_hub
+    ok(h.request("POST", OACP.format(v="v1alpha2", ns=ns), oacp_v1alpha2("cp2")), 201)
+    r = ok(h.request("PATCH", OACP.format(v="v1alpha2", ns=ns) + "/cp2",
+                     {"spec": {"machineTemplate": {"nodeDrainTimeout": "2m"}}},
+                     content_type="application/merge-patch+json"))
+    assert r["apiVersion"] == "controlplane.cluster.x-k8s.io/v1alpha2"
+    assert r["spec"]["machineTemplate"]["nodeDrainTimeout"] == "2m0s"
+    v3 = ok(h.get(OACP.format(v="v1alpha3", ns=ns) + "/cp2"))
+    assert v3["spec"]["machineTemplate"]["deletion"]["nodeDrainTimeoutSeconds"] == 120
+    r = ok(h.request("PATCH", OACP.format(v="v1alpha2", ns=ns) + "/cp2",
+                     [{"op": "replace", "path": "/spec/machineTemplate/nodeDrainTimeout", "value": "5s"}],
+                     content_type="application/json-patch+json"))
+    assert r["spec"]["machineTemplate"]["nodeDrainTimeout"] == "5s"
+    # A bad duration is refused in the version it was written in.
+    r = h.request("PATCH", OACP.format(v="v1alpha2", ns=ns) + "/cp2",
+                  {"spec": {"machineTemplate": {"nodeDrainTimeout": "soon"}}},
+                  content_type="application/merge-patch+json")
+    assert r.status == 422, r
+    assert "spec.machineTemplate.nodeDrainTimeout" in r.json()["message"]
+    lst = ok(h.get(OACP.format(v="v1alpha2", ns=ns)))
+    assert lst["apiVersion"] == "controlplane.cluster.x-k8s.io/v1alpha2"
+    assert [i["apiVersion"] for i in lst["items"]] == ["controlplane.cluster.x-k8s.io/v1alpha2"]
+    assert "nodeDrainTimeout" in lst["items"][0]["spec"]["machineTemplate"]
+    w = h.watch(OACP.format(v="v1alpha2", ns=ns) + "?watch=1&resourceVersion=0")
+    try:
+        ev = w.next_event()
+        assert ev["type"] == "ADDED"
+        assert ev["object"]["apiVersion"] == "controlplane.cluster.x-k8s.io/v1alpha2"
+        assert ev["object"]["spec"]["machineTemplate"]["nodeDrainTimeout"] == "5s"
+        ok(h.request("PATCH", OACP.format(v="v1alpha3", ns=ns) + "/cp2",
+                     {"spec": {"machineTemplate": {"deletion": {"nodeDrainTimeoutSeconds": 3600}}}},
+                     content_type="application/merge-patch+json"))
+        ev = w.next_event()
+        assert ev["type"] == "MODIFIED"
+        assert ev["object"]["spec"]["machineTemplate"]["nodeDrainTimeout"] == "1h0m0s"
+    finally:
+        w.close()
+    out = h.kubectl("get", "openshiftassistedcontrolplanes.v1alpha2.controlplane.cluster.x-k8s.io",
+                    "-n", ns).stdout
+    assert "API SERVER AVAILABLE" in out and "cp2" in out
