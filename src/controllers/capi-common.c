@@ -43,9 +43,9 @@ void capi_cond_set(json_t *conds, const char *type, const char *status, const ch
 
 	if (old && same(capi_str(old, "status"), status) && capi_str(old, "lastTransitionTime"))
 		ltt = capi_str(old, "lastTransitionTime");
-	c = json_pack("{s:s,s:s,s:s,s:s}", "type", type, "status", status, "reason", reason, "lastTransitionTime", ltt);
-	/* metav1.Condition: message is required (may be empty), as upstream always writes it. */
-	json_object_set_new(c, "message", json_string(message ? message : ""));
+	/* metav1.Condition: message is required (may be empty). */
+	c = json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", type, "status", status, "reason", reason, "message",
+		      message ? message : "", "lastTransitionTime", ltt);
 	if (generation >= 0)
 		json_object_set_new(c, "observedGeneration", json_integer(generation));
 	if (old) {

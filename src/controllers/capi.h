@@ -43,7 +43,7 @@ struct hub;
 /* --- pure helpers ----------------------------------------------------------- */
 
 /* Set condition type in conds (an array, changed in place) to status,
- * reason, message (NULL: none) and observedGeneration (< 0: none): the
+ * reason, message (NULL: "", a metav1.Condition always has one) and observedGeneration (< 0: none): the
  * other types stay as they are (other controllers own them).
  * lastTransitionTime is kept when the status did not change, else now. */
 void capi_cond_set(json_t *conds, const char *type, const char *status, const char *reason, const char *message,

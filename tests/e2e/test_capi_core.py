@@ -112,6 +112,12 @@ def cluster_obj(ns, name, infra="m3c", cp="cp"):
     return obj("cluster.x-k8s.io/v1beta2", "Cluster", ns, name, spec)
 
 
+def oacp_obj(ns, name, **meta):
+    return obj(f"{CP_GROUP}/v1alpha3", "OpenshiftAssistedControlPlane", ns, name, {
+        "distributionVersion": "4.19.0", "replicas": 1,
+        "machineTemplate": {"infrastructureRef": ref(INFRA_GROUP, "Metal3MachineTemplate", f"{name}-m3")}}, **meta)
+
+
 def make_agent(hub, ns, name, machine, hostname, installed=True):
     """The Agent of a Machine (InfraEnv <machine>), marked installed as the
     agent controller reports it."""
@@ -140,8 +146,7 @@ def test_cluster_owner_labels_endpoint_and_status(module_hub, ns):
     hub = module_hub
     hub.apply_obj(obj(f"{INFRA_GROUP}/v1beta1", "Metal3Cluster", ns, "m3c",
                       {"controlPlaneEndpoint": {"host": "192.168.111.5", "port": 6443}}))
-    hub.apply_obj(obj(f"{CP_GROUP}/v1alpha3", "OpenshiftAssistedControlPlane", ns, "cp",
-                      {"distributionVersion": "4.19.0", "replicas": 1}))
+    hub.apply_obj(oacp_obj(ns, "cp"))
     hub.apply_obj(cluster_obj(ns, "c1"))
 
     cl = wait_obj(hub, ns, CLUSTER, "c1", lambda o: "cluster.cluster.x-k8s.io" in o["metadata"].get("finalizers", []),
@@ -253,7 +258,7 @@ def test_machine_bootstrap_provider_id_node_and_conditions(module_hub, ns):
 
     # CAPOA writes its own UpToDate condition: kept by every later pass.
     conds = m["status"]["conditions"] + [{"type": "UpToDate", "status": "True", "reason": "UpToDate",
-                                          "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+                                          "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
     patch(hub, ns, MACHINE, "m1", {"status": {"conditions": conds}}, status=True)
 
     # The infra machine's providerID and provisioned status.
@@ -295,16 +300,21 @@ def test_machine_bootstrap_provider_id_node_and_conditions(module_hub, ns):
     wait_gone(hub, ns, MACHINE, "m1")
 
 
-def test_machine_v1beta1_ready_bootstrap(module_hub, ns):
-    """A bootstrap config that reports only the v1beta1 status.ready."""
+def test_machine_infra_v1beta1_ready_and_no_config_ref(module_hub, ns):
+    """An infra machine that reports only the v1beta1 status.ready, and a
+    Machine with its bootstrap data secret named directly (no configRef)."""
     hub = module_hub
-    hub.apply_obj(obj(f"{BOOT_GROUP}/v1alpha2", "OpenshiftAssistedConfig", ns, "m2", {}))
     hub.apply_obj(obj(f"{INFRA_GROUP}/v1beta1", "Metal3Machine", ns, "m2", {}))
-    hub.apply_obj(machine_obj(ns, "m2"))
-    wait_obj(hub, ns, OAC, "m2", lambda o: owner(o, "Machine"), "owner")
-    patch(hub, ns, OAC, "m2", {"status": {"ready": True, "dataSecretName": "m2-data"}}, status=True)
-    m = wait_obj(hub, ns, MACHINE, "m2", lambda o: o["spec"].get("bootstrap", {}).get("dataSecretName"), "dataSecretName")
-    assert m["spec"]["bootstrap"]["dataSecretName"] == "m2-data"
+    m = machine_obj(ns, "m2")
+    m["spec"]["bootstrap"] = {"dataSecretName": "m2-data"}
+    hub.apply_obj(m)
+    wait_obj(hub, ns, M3M, "m2", lambda o: owner(o, "Machine"), "owner")
+    patch(hub, ns, M3M, "m2", {"status": {"ready": True}}, status=True)
+    m = wait_obj(hub, ns, MACHINE, "m2", lambda o: o.get("status", {}).get("initialization", {})
+                 .get("infrastructureProvisioned"), "infrastructureProvisioned")
+    assert m["status"]["initialization"]["bootstrapDataSecretCreated"] is True
+    assert cond(m, "BootstrapConfigReady")["reason"] == "DataSecretProvided"
+    assert cond(m, "InfrastructureReady")["status"] == "True"
 
 
 # --- MachineDeployment / MachineSet ------------------------------------------------
@@ -476,8 +486,7 @@ def test_cluster_deletion_order(module_hub, ns):
     hub.apply_obj(obj(f"{INFRA_GROUP}/v1beta1", "Metal3Cluster", ns, "m3c",
                       {"controlPlaneEndpoint": {"host": "192.168.111.7", "port": 6443}},
                       finalizers=[HOLD]))
-    hub.apply_obj(obj(f"{CP_GROUP}/v1alpha3", "OpenshiftAssistedControlPlane", ns, "cp", {"replicas": 1},
-                      finalizers=[HOLD]))
+    hub.apply_obj(oacp_obj(ns, "cp", finalizers=[HOLD]))
     hub.apply_obj(cluster_obj(ns, "c"))
     templates(hub, ns)
     hub.apply_obj(md_obj(ns, "workers", "c", 1))

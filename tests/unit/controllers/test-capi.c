@@ -46,8 +46,7 @@ static void test_cond_set_merges_by_type(void **state)
 	assert_string_equal(cs(c, "message"), "still waiting");
 	assert_int_equal(json_array_size(conds), 2);
 
-	/* A new status: a new transition time; an empty message (metav1.Condition
-	 * requires the key), no generation. */
+	/* A new status: a new transition time; an empty message, no generation. */
 	capi_cond_set(conds, "Ready", "True", "Ready", NULL, -1, "2026-01-04T00:00:00Z");
 	c = capi_cond_get(conds, "Ready");
 	assert_string_equal(cs(c, "lastTransitionTime"), "2026-01-04T00:00:00Z");
