@@ -49,6 +49,10 @@
 #define IDX_M3M_WAITING "capm3Waiting"   /* Metal3Machine -> "ns" while it has no host */
 #define IDX_M3M_MACHINE "capm3Machine"   /* Metal3Machine -> "ns/machine" of its owner Machine */
 #define IDX_M3M_CLUSTER "capm3Cluster"   /* Metal3Machine -> "ns/cluster" (cluster-name label) */
+#define IDX_M3M_TEMPLATE "capm3Template" /* Metal3Machine -> "ns/template" it was cloned from */
+#define ANN_CLONED_NAME "cluster.x-k8s.io/cloned-from-name"
+#define ANN_CLONED_GK "cluster.x-k8s.io/cloned-from-groupkind"
+#define CLONED_GK "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io"
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -134,9 +138,10 @@ static void set_cond(json_t *status, const char *key, bool v1beta1, const char *
 			json_object_set_new(nc, "severity", json_string(severity));
 		if (msg && *msg)
 			json_object_set_new(nc, "message", json_string(msg));
-		else if (!v1beta1) /* metav1.Condition: message is required (may be empty) */
-			json_object_set_new(nc, "message", json_string(""));
 	}
+	/* metav1.Condition: message is required (may be empty). */
+	if (!v1beta1 && !json_object_get(nc, "message"))
+		json_object_set_new(nc, "message", json_string(msg ? msg : ""));
 	json_array_foreach(list, i, c) {
 		if (!same(jstr(c, "type"), type))
 			continue;
@@ -353,6 +358,17 @@ static void m3m_cluster_index(const json_t *m, json_t *out)
 	}
 }
 
+static void m3m_template_index(const json_t *m, json_t *out)
+{
+	const json_t *ann = json_object_get(meta_of(m), "annotations");
+	char key[600];
+
+	if (jstr(ann, ANN_CLONED_NAME) && same(jstr(ann, ANN_CLONED_GK), CLONED_GK) && jstr(meta_of(m), "namespace")) {
+		snprintf(key, sizeof(key), "%s/%s", jstr(meta_of(m), "namespace"), jstr(ann, ANN_CLONED_NAME));
+		json_array_append_new(out, json_string(key));
+	}
+}
+
 static int collect(const char *ns, const char *name, void *ud)
 {
 	json_array_append_new(ud, json_pack("[ss]", ns, name));
@@ -462,6 +478,21 @@ static void agent_to_m3ms(struct rt_controller *c, void *ctx, const struct rt_ev
 	keys = json_array();
 	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ie);
 	rt_cache_keys_by(h->rt, k->store_key, IDX_M3M_MACHINE, key, collect, keys);
+	enqueue_keys(c, keys);
+	json_decref(keys);
+}
+
+/* A Metal3MachineTemplate: the Metal3Machines cloned from it. */
+static void template_to_m3ms(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	struct hub *h = ctx;
+	const struct kube_kind *k = capm3_kind(h, "Metal3Machine");
+	json_t *keys = json_array();
+	char key[600];
+
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
+	if (k)
+		rt_cache_keys_by(h->rt, k->store_key, IDX_M3M_TEMPLATE, key, collect, keys);
 	enqueue_keys(c, keys);
 	json_decref(keys);
 }
@@ -757,6 +788,20 @@ static int release(struct hub *h, const struct kube_kind *k, json_t *m3m, json_t
 	slash = hk ? strchr(hk, '/') : NULL;
 	if (slash && kube_get(h->api, h->k_bmh, ns, slash + 1, &bmh, &err) < 0)
 		bmh = NULL;
+	if (!slash) {
+		/* Gone between the host's write and the annotation: the host
+		 * that names it as its consumer. */
+		json_t *keys = json_array();
+		char key[600];
+
+		snprintf(key, sizeof(key), "%s/%s", ns, name);
+		rt_cache_keys_by(h->rt, h->k_bmh->store_key, IDX_BMH_CONSUMER, key, collect, keys);
+		if (json_array_size(keys) &&
+		    kube_get(h->api, h->k_bmh, ns, json_string_value(json_array_get(json_array_get(keys, 0), 1)), &bmh,
+			     &err) < 0)
+			bmh = NULL;
+		json_decref(keys);
+	}
 	if (bmh && consumer_is(bmh, ns, name)) {
 		const json_t *spec = json_object_get(bmh, "spec");
 		json_t *sp = json_object();
@@ -800,7 +845,7 @@ static int release(struct hub *h, const struct kube_kind *k, json_t *m3m, json_t
 			  &(struct hub_event_ref){ .ns = ns, .kind = "Metal3Machine", .name = name,
 						   .uid = jstr(meta_of(m3m), "uid"), .api_version = CAPM3_API_VERSION },
 			  HUB_EV_INFO, "bare_metal_host_released",
-			  "Metal3Machine %s/%s released BareMetalHost %s/%s", ns, name, ns, slash + 1);
+			  "Metal3Machine %s/%s released BareMetalHost %s/%s", ns, name, ns, jstr(meta_of(bmh), "name"));
 	}
 	r = capm3_data_release(h, m3m);
 	if (r == 0)
@@ -972,6 +1017,32 @@ failed:
 	return 0;
 }
 
+/* CAPM3's Metal3MachineTemplate controller: a Metal3Machine cloned from a
+ * template takes the template's automatedCleaningMode.  1 when it wrote
+ * (the write brings the next pass), 0 when nothing to do. */
+static int template_cleaning_mode(struct hub *h, const struct kube_kind *k, const json_t *m3m)
+{
+	const json_t *ann = json_object_get(meta_of(m3m), "annotations");
+	const struct kube_kind *kt = capm3_kind(h, "Metal3MachineTemplate");
+	const char *tname = jstr(ann, ANN_CLONED_NAME), *acm;
+	json_t *t = NULL;
+	ah_err err = { 0 };
+	int r = 0;
+
+	if (!kt || !tname || !same(jstr(ann, ANN_CLONED_GK), CLONED_GK) ||
+	    kube_get(h->api, kt, jstr(meta_of(m3m), "namespace"), tname, &t, &err) < 0)
+		return 0;
+	acm = jstr(json_object_get(json_object_get(json_object_get(t, "spec"), "template"), "spec"),
+		   "automatedCleaningMode");
+	if (acm && *acm && !same(jstr(json_object_get(m3m, "spec"), "automatedCleaningMode"), acm)) {
+		r = patch_obj(h, k, m3m, json_pack("{s:{s:s}}", "spec", "automatedCleaningMode", acm));
+		if (r == 0)
+			r = 1;
+	}
+	json_decref(t);
+	return r;
+}
+
 static int reconcile_m3m(struct hub *h, const char *ns, const char *name, int64_t *requeue)
 {
 	const struct kube_kind *k = capm3_kind(h, "Metal3Machine");
@@ -1003,6 +1074,13 @@ static int reconcile_m3m(struct hub *h, const char *ns, const char *name, int64_
 		json_decref(status);
 		json_decref(m3m);
 		return r;
+	}
+	r = template_cleaning_mode(h, k, m3m);
+	if (r != 0) {
+		if (r == -EAGAIN)
+			*requeue = 200;
+		r = r == -EAGAIN || r > 0 ? 0 : r;
+		goto out;
 	}
 	mname = owner_name(m3m, CAPI_GROUP, "Machine");
 	if (!mname || !kmach || kube_get(h->api, kmach, ns, mname, &machine, &err) < 0) {
@@ -1057,6 +1135,27 @@ static int reconcile_m3m(struct hub *h, const char *ns, const char *name, int64_
 	}
 	cond2(status, "AssociateBMH", "AssociateBareMetalHost", true, NULL, "AssociateBareMetalHostSuccess", NULL, NULL,
 	      NULL);
+	{
+		/* As CAPM3's update pass: the host stays online with the
+		 * Metal3Machine's cleaning mode. */
+		const json_t *bspec = json_object_get(bmh, "spec");
+		const char *acm = jstr(json_object_get(m3m, "spec"), "automatedCleaningMode");
+		json_t *sp = json_object();
+
+		if (!json_is_true(json_object_get(bspec, "online")))
+			json_object_set_new(sp, "online", json_true());
+		if (acm && *acm && !same(jstr(bspec, "automatedCleaningMode"), acm))
+			json_object_set_new(sp, "automatedCleaningMode", json_string(acm));
+		if (json_object_size(sp)) {
+			r = patch_obj(h, h->k_bmh, bmh, json_pack("{s:o}", "spec", sp));
+			if (r == -EAGAIN)
+				*requeue = 200, r = 0;
+			if (r < 0)
+				goto summary;
+		} else {
+			json_decref(sp);
+		}
+	}
 	if (same(jstr(json_object_get(json_object_get(bmh, "status"), "provisioning"), "state"), BMH_ST_PROVISIONED)) {
 		json_t *addrs = host_addresses(bmh);
 
@@ -1129,9 +1228,10 @@ int hub_capm3_register(struct hub *h)
 {
 	const struct kube_kind *km = capm3_kind(h, "Metal3Machine"), *kc = capm3_kind(h, "Metal3Cluster");
 	const struct kube_kind *kmach = capm3_capi_kind(h, "Machine"), *kcl = capm3_capi_kind(h, "Cluster");
+	const struct kube_kind *kt = capm3_kind(h, "Metal3MachineTemplate");
 	int r;
 
-	if (!km || !kc || !kmach || !kcl || !h->k_bmh)
+	if (!km || !kc || !kt || !kmach || !kcl || !h->k_bmh)
 		return 0;
 	{
 		struct rt_controller_def d = {
@@ -1157,6 +1257,7 @@ int hub_capm3_register(struct hub *h)
 				{ .resource = kcl->store_key, .map = RT_MAP_FN, .fn = cluster_to_m3ms },
 				{ .resource = h->k_bmh->store_key, .map = RT_MAP_FN, .fn = bmh_to_m3ms },
 				{ .resource = h->k_agent->store_key, .map = RT_MAP_FN, .fn = agent_to_m3ms },
+				{ .resource = kt->store_key, .map = RT_MAP_FN, .fn = template_to_m3ms },
 			},
 		};
 
@@ -1172,5 +1273,7 @@ int hub_capm3_register(struct hub *h)
 		r = rt_cache_index(h->rt, km->store_key, IDX_M3M_MACHINE, m3m_machine_index);
 	if (r == 0)
 		r = rt_cache_index(h->rt, km->store_key, IDX_M3M_CLUSTER, m3m_cluster_index);
+	if (r == 0)
+		r = rt_cache_index(h->rt, km->store_key, IDX_M3M_TEMPLATE, m3m_template_index);
 	return r;
 }

@@ -316,3 +316,31 @@ def test_bad_host_selector(capm3_hub):
     c = wait_for(lambda: (lambda c: c if c and c["reason"] == "AssociateBareMetalHostFailed" else None)(
         cond(get(hub, "metal3machines", "bad"), "AssociateBareMetalHost")), timeout=20, what="bad selector")
     assert "spec.hostSelector.matchExpressions[0].operator" in c["message"]
+
+
+def test_template_cleaning_mode(capm3_hub):
+    """A Metal3Machine cloned from a Metal3MachineTemplate takes the
+    template's automatedCleaningMode, also when the template changes."""
+    hub = capm3_hub
+    apply(hub, {"apiVersion": INFRA, "kind": "Metal3MachineTemplate", "metadata": {"name": "t1", "namespace": NS},
+                "spec": {"nodeReuse": False,
+                         "template": {"spec": {"image": IMAGE, "automatedCleaningMode": "metadata"}}}})
+    apply(hub, {"apiVersion": INFRA, "kind": "Metal3Machine",
+                "metadata": {"name": "clone", "namespace": NS, "annotations": {
+                    "cluster.x-k8s.io/cloned-from-name": "t1",
+                    "cluster.x-k8s.io/cloned-from-groupkind": "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io"}},
+                "spec": {"image": IMAGE, "automatedCleaningMode": "disabled"}})
+    apply(hub, {"apiVersion": INFRA, "kind": "Metal3Machine", "metadata": {"name": "other", "namespace": NS},
+                "spec": {"image": IMAGE, "automatedCleaningMode": "disabled"}})
+    wait_for(lambda: get(hub, "metal3machines", "clone")["spec"]["automatedCleaningMode"] == "metadata",
+             timeout=20, what="the template's cleaning mode")
+    hub.kubectl("-n", NS, "patch", "metal3machinetemplate", "t1", "--type=merge",
+                "-p", '{"spec": {"template": {"spec": {"automatedCleaningMode": "disabled"}}}}')
+    wait_for(lambda: get(hub, "metal3machines", "clone")["spec"]["automatedCleaningMode"] == "disabled",
+             timeout=20, what="the template's new cleaning mode")
+    # Not cloned from it: left alone.
+    hub.kubectl("-n", NS, "patch", "metal3machinetemplate", "t1", "--type=merge",
+                "-p", '{"spec": {"template": {"spec": {"automatedCleaningMode": "metadata"}}}}')
+    wait_for(lambda: get(hub, "metal3machines", "clone")["spec"]["automatedCleaningMode"] == "metadata",
+             timeout=20, what="the template's cleaning mode again")
+    assert get(hub, "metal3machines", "other")["spec"]["automatedCleaningMode"] == "disabled"
