@@ -24,7 +24,8 @@
  * label, across namespaces) and ignitionConfigOverrides, and then
  * installerArgs from the OAC's kernelArguments, in one update, only when
  * one of the three differs.  An Agent whose InfraEnv has no Machine owner
- * is not a CAPI one and is left alone (upstream logs an error for it).
+ * is not a CAPI one and is left alone (upstream logs an error for it); the
+ * mapper already drops those events, so other Agents cost one cache look-up.
  *
  * The ignition fetch is one bounded HTTPS GET on the reconcile thread
  * (connect 5 s, whole transfer 20 s, body at most 32 MiB), trusting the
@@ -200,6 +201,22 @@ static void cd_to_oacs(struct rt_controller *c, void *ctx, const struct rt_event
 		enqueue_oacs_of(c, label(ev->obj, LABEL_CLUSTER_NAME), "");
 	json_array_foreach(old, i, v)
 		enqueue_oacs_of(c, json_string_value(v), "");
+}
+
+/* Only the Agents of a Machine's InfraEnv (the cached InfraEnv has an owner
+ * Machine): the others never reach the Agent reconcile. */
+static void agent_to_self(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	struct capoa *cp = ctx;
+	const char *ie_name = ev->obj ? label(ev->obj, LABEL_INFRAENV) : NULL;
+	json_t *ie;
+
+	if (!is_set(ie_name) || ev->so->type == STORE_DELETED)
+		return;
+	ie = rt_cache_get(cp->h->rt, cp->h->k_infraenv->store_key, ev->so->ns, ie_name);
+	if (ie && owner_ref(ie, CAPI_GROUP, "Machine"))
+		rt_enqueue(c, ev->so->ns, ev->so->name);
+	json_decref(ie);
 }
 
 static void cluster_to_oacs(struct rt_controller *c, void *ctx, const struct rt_event *ev)
@@ -1052,7 +1069,7 @@ int hub_capoa_bootstrap_register(struct hub *h)
 			.reconcile = agent_reconcile,
 			.ctx = cp,
 			.watches = {
-				{ .resource = h->k_agent->store_key, .map = RT_MAP_SELF },
+				{ .resource = h->k_agent->store_key, .map = RT_MAP_FN, .fn = agent_to_self },
 			},
 		};
 
