@@ -411,14 +411,87 @@ static enum http_result reply_resource_list(struct kubeapi *ka, struct http_req 
 	return r;
 }
 
-static json_t *group_entry(const char *group, const char *version)
+/* Kubernetes version priority (apimachinery's version.CompareKubeAwareVersionStrings):
+ * GA before beta before alpha, higher numbers first, anything else last by name.
+ * Returns <0 when a goes before b. */
+static int parse_kube_version(const char *v, long *major, int *stage, long *minor)
 {
+	char *end;
+
+	if (v[0] != 'v' || v[1] < '1' || v[1] > '9')
+		return -1;
+	*major = strtol(v + 1, &end, 10);
+	*minor = 0;
+	if (!*end) {
+		*stage = 2;
+		return 0;
+	}
+	if (strncmp(end, "beta", 4) == 0)
+		*stage = 1, end += 4;
+	else if (strncmp(end, "alpha", 5) == 0)
+		*stage = 0, end += 5;
+	else
+		return -1;
+	if (*end < '1' || *end > '9')
+		return -1;
+	*minor = strtol(end, &end, 10);
+	return *end ? -1 : 0;
+}
+
+static int version_priority_cmp(const char *a, const char *b)
+{
+	long ma, mb, na, nb;
+	int sa, sb;
+	bool ka = parse_kube_version(a, &ma, &sa, &na) == 0, kb = parse_kube_version(b, &mb, &sb, &nb) == 0;
+
+	if (ka != kb)
+		return ka ? -1 : 1;
+	if (!ka)
+		return strcmp(a, b);
+	if (sa != sb)
+		return sb - sa;
+	if (ma != mb)
+		return ma > mb ? -1 : 1;
+	if (na != nb)
+		return na > nb ? -1 : 1;
+	return 0;
+}
+
+/* One APIGroup entry: every served version of the group, the preferred
+ * (highest priority) first, as kube-apiserver lists them. */
+static json_t *group_entry(struct kubeapi *ka, const char *group)
+{
+	const char *versions[16];
+	size_t n = 0, i, j;
+	json_t *list = json_array(), *e;
 	char gv[256];
 
-	snprintf(gv, sizeof(gv), "%s/%s", group, version);
-	return json_pack("{s:s,s:[{s:s,s:s}],s:{s:s,s:s}}", "name", group, "versions", "groupVersion",
-			 gv, "version", version, "preferredVersion", "groupVersion", gv, "version",
-			 version);
+	if (strcmp(group, "apiextensions.k8s.io") == 0)
+		versions[n++] = "v1";
+	for (i = 0; i < ka->reg->n; i++) {
+		const struct kube_kind *k = ka->reg->kinds[i];
+		bool dup = false;
+
+		if (strcmp(k->group, group) != 0)
+			continue;
+		for (j = 0; j < n && !dup; j++)
+			dup = strcmp(versions[j], k->version) == 0;
+		if (!dup && n < sizeof(versions) / sizeof(versions[0]))
+			versions[n++] = k->version;
+	}
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && version_priority_cmp(versions[j], versions[j - 1]) < 0; j--) {
+			const char *t = versions[j];
+
+			versions[j] = versions[j - 1];
+			versions[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		snprintf(gv, sizeof(gv), "%s/%s", group, versions[i]);
+		json_array_append_new(list, json_pack("{s:s,s:s}", "groupVersion", gv, "version", versions[i]));
+	}
+	e = json_pack("{s:s,s:o,s:O}", "name", group, "versions", list, "preferredVersion", json_array_get(list, 0));
+	return e;
 }
 
 static json_t *all_groups(struct kubeapi *ka)
@@ -426,14 +499,14 @@ static json_t *all_groups(struct kubeapi *ka)
 	json_t *groups = json_array(), *seen = json_object();
 	size_t i;
 
-	json_array_append_new(groups, group_entry("apiextensions.k8s.io", "v1"));
+	json_array_append_new(groups, group_entry(ka, "apiextensions.k8s.io"));
 	for (i = 0; i < ka->reg->n; i++) {
 		const struct kube_kind *k = ka->reg->kinds[i];
 
 		if (!k->group[0] || json_object_get(seen, k->group))
 			continue;
 		json_object_set_new(seen, k->group, json_true());
-		json_array_append_new(groups, group_entry(k->group, k->version));
+		json_array_append_new(groups, group_entry(ka, k->group));
 	}
 	json_decref(seen);
 	return groups;
