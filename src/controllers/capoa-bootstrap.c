@@ -278,8 +278,9 @@ static void cond_put(json_t *list, const json_t *old_list, const char *type, con
 		return;
 	if (is_set(reason))
 		json_object_set_new(c, "reason", json_string(reason));
-	if (is_set(message))
-		json_object_set_new(c, "message", json_string(message));
+	/* metav1.Condition requires a message ("" is one); v1beta1 omits an empty one. */
+	if (is_set(message) || v1beta2)
+		json_object_set_new(c, "message", json_string(message ? message : ""));
 	if (!v1beta2 && is_set(severity))
 		json_object_set_new(c, "severity", json_string(severity));
 	if (v1beta2 && generation > 0)

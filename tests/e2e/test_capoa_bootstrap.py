@@ -51,6 +51,8 @@ def capi_objects(hub, machine="m-cp-0", oac="oac-cp-0", control_plane=True, spec
     hub.apply_obj({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
                    "metadata": {"name": machine, "namespace": NS, "labels": labels},
                    "spec": {"clusterName": CLUSTER,
+                            "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                                  "kind": "Metal3Machine", "name": machine},
                             "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io",
                                                         "kind": "OpenshiftAssistedConfig",
                                                         "name": oac}}}})
