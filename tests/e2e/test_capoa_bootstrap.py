@@ -11,6 +11,7 @@ import base64
 import json
 import shutil
 import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -200,6 +201,19 @@ def test_bootstrap_config_to_agent(hub_factory, tmp_path, sims):
     labels_script = base64.b64decode(paths["/usr/local/bin/kubelet_custom_labels"]["contents"]["source"]
                                      .split(",", 1)[1]).decode()
     assert "CUSTOM_KUBELET_LABELS=metal3.io/uuid=${METADATA_UUID}" in labels_script
+    # The hub applies what was set to the host (SpecSynced tells).
+    def synced():
+        a = hub.kubectl_json("-n", NS, "get", "agent", agent["metadata"]["name"])
+        c = {c["type"]: c for c in a.get("status", {}).get("conditions", [])}.get("SpecSynced")
+        return c if c and c["status"] == "True" and c["reason"] == "SyncOK" else None
+    wait_for(synced, timeout=60, interval=0.5, what="SpecSynced True on the approved Agent")
+    # Nothing differs any more: no further spec write (the generation stays),
+    # while the host keeps reporting (status writes re-queue the Agent).
+    gen = {a["metadata"]["name"]: a["metadata"]["generation"]
+           for a in hub.kubectl_json("-n", NS, "get", "agents")["items"]}
+    time.sleep(3)
+    assert gen == {a["metadata"]["name"]: a["metadata"]["generation"]
+                   for a in hub.kubectl_json("-n", NS, "get", "agents")["items"]}
     sec2 = hub.kubectl_json("-n", NS, "get", "secret", "oac-cp-0")
     assert sec2["metadata"]["resourceVersion"] == rv
     sim.stop()
