@@ -16,15 +16,17 @@
  * after a pass without error.  Deleting: the InfraEnv goes (its Agents
  * follow), then the finalizer.
  *   Watches: OACs; Machines (their bootstrap.configRef); InfraEnvs (owner
- *   OAC); ClusterDeployments and Clusters (the OACs labelled with their
- *   cluster name; upstream's CD mapper enqueues the CD's own name).
+ *   OAC); ClusterDeployments, AgentClusterInstalls and Clusters (the OACs
+ *   labelled with their cluster name; upstream's CD mapper enqueues the CD's
+ *   own name, and workers poll the install state every 60 s).
  *
  * "CAPOAAgent" (keyed by Agent): Agent → its InfraEnv (label) → owner
  * Machine → configRef OAC; sets role, approved (one Agent per InfraEnv
  * label, across namespaces) and ignitionConfigOverrides, and then
  * installerArgs from the OAC's kernelArguments, in one update, only when
  * one of the three differs.  An Agent whose InfraEnv has no Machine owner
- * is not a CAPI one and is left alone (upstream logs an error for it).
+ * is not a CAPI one and is left alone (upstream logs an error for it); the
+ * mapper already drops those events, so other Agents cost one cache look-up.
  *
  * The ignition fetch is one bounded HTTPS GET on the reconcile thread
  * (connect 5 s, whole transfer 20 s, body at most 32 MiB), trusting the
@@ -202,6 +204,31 @@ static void cd_to_oacs(struct rt_controller *c, void *ctx, const struct rt_event
 		enqueue_oacs_of(c, json_string_value(v), "");
 }
 
+/* Only the Agents of a Machine's InfraEnv (the cached InfraEnv has an owner
+ * Machine): the others never reach the Agent reconcile. */
+static void agent_to_self(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	struct capoa *cp = ctx;
+	const char *ie_name = ev->obj ? label(ev->obj, LABEL_INFRAENV) : NULL;
+	json_t *ie;
+
+	if (!is_set(ie_name) || ev->so->type == STORE_DELETED)
+		return;
+	ie = rt_cache_get(cp->h->rt, cp->h->k_infraenv->store_key, ev->so->ns, ie_name);
+	if (ie && owner_ref(ie, CAPI_GROUP, "Machine"))
+		rt_enqueue(c, ev->so->ns, ev->so->name);
+	json_decref(ie);
+}
+
+/* An AgentClusterInstall labelled with the cluster name (as the control
+ * plane makes it): its state gates workers. */
+static void aci_to_oacs(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	(void)ctx;
+	if (ev->obj)
+		enqueue_oacs_of(c, label(ev->obj, LABEL_CLUSTER_NAME), "");
+}
+
 static void cluster_to_oacs(struct rt_controller *c, void *ctx, const struct rt_event *ev)
 {
 	(void)ctx;
@@ -261,10 +288,9 @@ static void cond_put(json_t *list, const json_t *old_list, const char *type, con
 		return;
 	if (is_set(reason))
 		json_object_set_new(c, "reason", json_string(reason));
-	if (is_set(message))
-		json_object_set_new(c, "message", json_string(message));
-	else if (v1beta2) /* metav1.Condition: message is required (may be empty) */
-		json_object_set_new(c, "message", json_string(""));
+	/* metav1.Condition requires a message ("" is one); v1beta1 omits an empty one. */
+	if (is_set(message) || v1beta2)
+		json_object_set_new(c, "message", json_string(message ? message : ""));
 	if (!v1beta2 && is_set(severity))
 		json_object_set_new(c, "severity", json_string(severity));
 	if (v1beta2 && generation > 0)
@@ -447,59 +473,18 @@ static char *ca_bundle(struct capoa *cp)
 	return out;
 }
 
-/* Query parameter k of url (decoded only as far as needed: tokens and uuids
- * carry no escapes) into buf; false when absent or too long. */
-static bool query_param(const char *url, const char *k, char *buf, size_t size)
-{
-	const char *q = strchr(url, '?'), *p;
-	size_t kl = strlen(k);
-
-	for (p = q; p && *p; p = strchr(p, '&')) {
-		const char *e;
-		size_t n;
-
-		p++;
-		if (strncmp(p, k, kl) != 0 || p[kl] != '=')
-			continue;
-		p += kl + 1;
-		e = strpbrk(p, "&#");
-		n = e ? (size_t)(e - p) : strlen(p);
-		if (n == 0 || n >= size)
-			return false;
-		memcpy(buf, p, n);
-		buf[n] = 0;
-		return true;
-	}
-	return false;
-}
-
 /* The ignition URL of §C.4 step 11 (malloc'd), or NULL with why. */
 static char *ignition_url(const char *events_url, const char *ie_ns, char *why, size_t why_size)
 {
-	char api_key[4096], id[128], base[1024], *url = NULL;
-	const char *scheme_end = strstr(events_url, "://"), *host_end;
 	const char *internal = getenv("USE_INTERNAL_IMAGE_URL");
+	char base[1024];
 
-	if (!scheme_end) {
-		snprintf(why, why_size, "eventsURL has no scheme");
-		return NULL;
+	if (internal && strcasecmp(internal, "true") == 0) {
+		snprintf(base, sizeof(base), "http://%s.%s.svc.cluster.local:8090",
+			 env_or("ASSISTED_SERVICE_NAME", "assisted-service"), env_or("ASSISTED_INSTALLER_NAMESPACE", ie_ns));
+		return capoa_ignition_url(events_url, base, why, why_size);
 	}
-	host_end = strpbrk(scheme_end + 3, "/?#");
-	if (!query_param(events_url, "api_key", api_key, sizeof(api_key)) ||
-	    !query_param(events_url, "infra_env_id", id, sizeof(id))) {
-		snprintf(why, why_size, "eventsURL has no api_key or infra_env_id");
-		return NULL;
-	}
-	if (internal && strcasecmp(internal, "true") == 0)
-		snprintf(base, sizeof(base), "http://%s.%s.svc.cluster.local:8090", env_or("ASSISTED_SERVICE_NAME", "assisted-service"),
-			 env_or("ASSISTED_INSTALLER_NAMESPACE", ie_ns));
-	else
-		snprintf(base, sizeof(base), "%.*s",
-			 (int)(host_end ? (size_t)(host_end - events_url) : strlen(events_url)), events_url);
-	if (asprintf(&url, "%s" API_PREFIX "/infra-envs/%s/downloads/files?api_key=%s&file_name=discovery.ign", base, id,
-		     api_key) < 0)
-		return NULL;
-	return url;
+	return capoa_ignition_url(events_url, NULL, why, why_size);
 }
 
 /* GET url: 0 with the body, or a negative errno with why (no secrets:
@@ -1043,6 +1028,7 @@ int hub_capoa_bootstrap_register(struct hub *h)
 				{ .resource = h->k_infraenv->store_key, .map = RT_MAP_OWNER, .owner_kind = OAC_KIND },
 				{ .resource = h->k_cd->store_key, .map = RT_MAP_FN, .fn = cd_to_oacs },
 				{ .resource = cp->k_cluster->store_key, .map = RT_MAP_FN, .fn = cluster_to_oacs },
+				{ .resource = h->k_aci->store_key, .map = RT_MAP_FN, .fn = aci_to_oacs },
 			},
 		};
 
@@ -1054,7 +1040,7 @@ int hub_capoa_bootstrap_register(struct hub *h)
 			.reconcile = agent_reconcile,
 			.ctx = cp,
 			.watches = {
-				{ .resource = h->k_agent->store_key, .map = RT_MAP_SELF },
+				{ .resource = h->k_agent->store_key, .map = RT_MAP_FN, .fn = agent_to_self },
 			},
 		};
 

@@ -652,3 +652,56 @@ int capoa_ignition_bootstrap_data(const char *discovery, size_t len, const struc
 	json_decref(cfg);
 	return r;
 }
+
+/* --- the ignition URL --------------------------------------------------------- */
+
+/* Query parameter k of url into buf (tokens and uuids carry no escapes);
+ * false when absent, empty or too long. */
+static bool query_param(const char *url, const char *k, char *buf, size_t size)
+{
+	const char *q = strchr(url, '?'), *p;
+	size_t kl = strlen(k);
+
+	for (p = q; p && *p; p = strchr(p, '&')) {
+		const char *e;
+		size_t n;
+
+		p++;
+		if (strncmp(p, k, kl) != 0 || p[kl] != '=')
+			continue;
+		p += kl + 1;
+		e = strpbrk(p, "&#");
+		n = e ? (size_t)(e - p) : strlen(p);
+		if (n == 0 || n >= size)
+			return false;
+		memcpy(buf, p, n);
+		buf[n] = 0;
+		return true;
+	}
+	return false;
+}
+
+char *capoa_ignition_url(const char *events_url, const char *base, char *why, size_t why_size)
+{
+	char api_key[4096], id[128], *url = NULL;
+	const char *scheme_end = events_url ? strstr(events_url, "://") : NULL, *host_end;
+	int n;
+
+	if (!scheme_end || scheme_end == events_url || !scheme_end[3]) {
+		snprintf(why, why_size, "eventsURL is not an absolute URL");
+		return NULL;
+	}
+	host_end = strpbrk(scheme_end + 3, "/?#");
+	if (!query_param(events_url, "api_key", api_key, sizeof(api_key)) ||
+	    !query_param(events_url, "infra_env_id", id, sizeof(id))) {
+		snprintf(why, why_size, "eventsURL has no api_key or no infra_env_id");
+		return NULL;
+	}
+	n = host_end ? (int)(host_end - events_url) : (int)strlen(events_url);
+	if (asprintf(&url, "%.*s/api/assisted-install/v2/infra-envs/%s/downloads/files?api_key=%s&file_name=discovery.ign",
+		     base ? (int)strlen(base) : n, base ? base : events_url, id, api_key) < 0) {
+		snprintf(why, why_size, "out of memory");
+		return NULL;
+	}
+	return url;
+}

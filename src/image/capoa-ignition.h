@@ -60,4 +60,11 @@ int capoa_ignition_agent_override(const struct capoa_node_opts *o, const char *o
 int capoa_ignition_bootstrap_data(const char *discovery, size_t len, const struct capoa_node_opts *o, char **ret,
 				  size_t *ret_len, ah_err *err);
 
+/* The discovery ignition URL built from an InfraEnv's status.debugInfo.
+ * eventsURL (§C.4 step 11): base (NULL = the eventsURL's scheme://host[:port])
+ * + /api/assisted-install/v2/infra-envs/<infra_env_id>/downloads/files?
+ * api_key=<api_key>&file_name=discovery.ign, both values taken from the
+ * eventsURL's query.  malloc'd, or NULL with why (no secret in it). */
+char *capoa_ignition_url(const char *events_url, const char *base, char *why, size_t why_size);
+
 #endif

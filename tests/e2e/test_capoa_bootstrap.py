@@ -11,6 +11,7 @@ import base64
 import json
 import shutil
 import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -42,7 +43,7 @@ def validate(tmp_path, text, name):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def capi_objects(hub, machine="m-cp-0", oac="oac-cp-0", control_plane=True):
+def capi_objects(hub, machine="m-cp-0", oac="oac-cp-0", control_plane=True, spec=None, annotations=None):
     """The Machine and its OpenshiftAssistedConfig, as CAPI core and the
     control plane would create them."""
     labels = {"cluster.x-k8s.io/cluster-name": CLUSTER}
@@ -51,6 +52,8 @@ def capi_objects(hub, machine="m-cp-0", oac="oac-cp-0", control_plane=True):
     hub.apply_obj({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
                    "metadata": {"name": machine, "namespace": NS, "labels": labels},
                    "spec": {"clusterName": CLUSTER,
+                            "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                                  "kind": "Metal3Machine", "name": machine},
                             "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io",
                                                         "kind": "OpenshiftAssistedConfig",
                                                         "name": oac}}}})
@@ -58,14 +61,14 @@ def capi_objects(hub, machine="m-cp-0", oac="oac-cp-0", control_plane=True):
     hub.apply_obj({"apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha2", "kind": "OpenshiftAssistedConfig",
                    "metadata": {"name": oac, "namespace": NS,
                                 "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER},
-                                "annotations": {
+                                "annotations": annotations if annotations is not None else {
                                     "openshiftassistedconfig.cluster.x-k8s.io/ignition-override":
                                         json.dumps(OVERRIDE)},
                                 "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2",
                                                      "kind": "Machine", "name": machine,
                                                      "uid": m["metadata"]["uid"],
                                                      "controller": True}]},
-                   "spec": {"cpuArchitecture": "x86_64",
+                   "spec": spec if spec is not None else {"cpuArchitecture": "x86_64",
                             "sshAuthorizedKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests capi@test",
                             "kernelArguments": [{"operation": "append", "value": "nosmt"}],
                             "nodeRegistration": {"name": "$METADATA_NAME",
@@ -171,17 +174,20 @@ def test_bootstrap_config_to_agent(hub_factory, tmp_path, sims):
     # A simulated host booted from the InfraEnv: its Agent gets the CAPOA fields.
     hub.kubectl("-n", NS, "wait", "--for=condition=ImageCreated", "infraenv/m-cp-0", "--timeout=60s")
     ie = hub.kubectl_json("-n", NS, "get", "infraenv", "m-cp-0")
-    sim = Sim(hub, ie, tmp_path, 1, seed=31)
+    # Two hosts boot from it: one Agent per Machine is approved.
+    sim = Sim(hub, ie, tmp_path, 2, seed=31)
     sims.append(sim)
 
-    def capoa_agent():
+    def capoa_agents():
         items = hub.kubectl_json("-n", NS, "get", "agents", "-l",
                                  "infraenvs.agent-install.openshift.io=m-cp-0")["items"]
-        return items[0] if items and items[0]["spec"].get("ignitionConfigOverrides") else None
-    agent = wait_for(capoa_agent, timeout=90, interval=0.5, what="the Agent with CAPOA fields")
+        done = [a for a in items if a["spec"].get("ignitionConfigOverrides")]
+        return done if len(done) == 2 else None
+    both = wait_for(capoa_agents, timeout=90, interval=0.5, what="two Agents with CAPOA fields")
+    assert sorted(a["spec"]["approved"] for a in both) == [False, True]
+    assert all(a["spec"]["role"] == "master" for a in both)
+    agent = next(a for a in both if a["spec"]["approved"])
     spec = agent["spec"]
-    assert spec["role"] == "master"
-    assert spec["approved"] is True
     assert json.loads(spec["installerArgs"]) == ["--append-karg", "nosmt"]
     validate(tmp_path, spec["ignitionConfigOverrides"], "agent.ign")
     ov = json.loads(spec["ignitionConfigOverrides"])
@@ -195,6 +201,19 @@ def test_bootstrap_config_to_agent(hub_factory, tmp_path, sims):
     labels_script = base64.b64decode(paths["/usr/local/bin/kubelet_custom_labels"]["contents"]["source"]
                                      .split(",", 1)[1]).decode()
     assert "CUSTOM_KUBELET_LABELS=metal3.io/uuid=${METADATA_UUID}" in labels_script
+    # The hub applies what was set to the host (SpecSynced tells).
+    def synced():
+        a = hub.kubectl_json("-n", NS, "get", "agent", agent["metadata"]["name"])
+        c = {c["type"]: c for c in a.get("status", {}).get("conditions", [])}.get("SpecSynced")
+        return c if c and c["status"] == "True" and c["reason"] == "SyncOK" else None
+    wait_for(synced, timeout=60, interval=0.5, what="SpecSynced True on the approved Agent")
+    # Nothing differs any more: no further spec write (the generation stays),
+    # while the host keeps reporting (status writes re-queue the Agent).
+    gen = {a["metadata"]["name"]: a["metadata"]["generation"]
+           for a in hub.kubectl_json("-n", NS, "get", "agents")["items"]}
+    time.sleep(3)
+    assert gen == {a["metadata"]["name"]: a["metadata"]["generation"]
+                   for a in hub.kubectl_json("-n", NS, "get", "agents")["items"]}
     sec2 = hub.kubectl_json("-n", NS, "get", "secret", "oac-cp-0")
     assert sec2["metadata"]["resourceVersion"] == rv
     sim.stop()
@@ -212,6 +231,57 @@ def test_bootstrap_config_to_agent(hub_factory, tmp_path, sims):
     # InfraEnv until its Agent goes (the InfraEnv controller's rule).
     ie = get_opt(hub, "infraenv", "m-cp-0")
     assert ie is None or ie["metadata"].get("deletionTimestamp")
-    hub.kubectl("-n", NS, "delete", "agent", agent["metadata"]["name"], "--wait=false", check=False)
+    for a in both:
+        hub.kubectl("-n", NS, "delete", "agent", a["metadata"]["name"], "--wait=false", check=False)
     wait_for(lambda: not get_opt(hub, "infraenv", "m-cp-0"),
              timeout=60, interval=0.3, what="the InfraEnv gone")
+
+
+def test_worker_config_without_node_registration(hub_factory, tmp_path):
+    """A worker's config: the InfraEnv takes the config's pull secret and
+    discovery override; with no node name the bootstrap data is the
+    discovery ignition as it is; deleting the config of a worker does not
+    wait for its Machine."""
+    hub = hub_factory()
+    setup_common(hub, ns=NS)
+    hub.apply_obj({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                   "metadata": {"name": CLUSTER, "namespace": NS}, "spec": {}})
+    hub.kubectl("-n", NS, "patch", "cluster.cluster.x-k8s.io", CLUSTER, "--subresource=status",
+                "--type", "merge", "-p",
+                json.dumps({"status": {"initialization": {"infrastructureProvisioned": True}}}))
+    cd = cluster_deployment("capi-cd", "capi-aci", ns=NS)
+    cd["metadata"]["labels"] = {"cluster.x-k8s.io/cluster-name": CLUSTER}
+    hub.apply_obj(cd)
+    hub.apply_obj(multi_node_aci("capi-aci", "capi-cd", ns=NS, cp=3, workers=1))
+    disc_override = json.dumps({"ignition": {"version": "3.1.0"},
+                                "storage": {"files": [{"path": "/etc/discovery-extra",
+                                                       "contents": {"source": "data:,d"}}]}})
+    m = capi_objects(hub, machine="m-w-0", oac="oac-w-0", control_plane=False,
+                     spec={"pullSecretRef": {"name": "pull-secret"}},
+                     annotations={"openshiftassistedconfig.cluster.x-k8s.io/discovery-ignition-override":
+                                  disc_override})
+    assert m["metadata"]["name"] == "m-w-0"
+
+    def created():
+        o = get_oac(hub, "oac-w-0")
+        return o if o.get("status", {}).get("initialization", {}).get("dataSecretCreated") else None
+    oac = wait_for(created, timeout=60, interval=0.2, what="dataSecretCreated")
+    assert oac["status"]["dataSecretName"] == "oac-w-0"
+    ie = hub.kubectl_json("-n", NS, "get", "infraenv", "m-w-0")
+    assert ie["spec"]["pullSecretRef"] == {"name": "pull-secret"}
+    assert json.loads(ie["spec"]["ignitionConfigOverride"]) == json.loads(disc_override)
+    assert get_opt(hub, "secret", "placeholder-pull-secret") is None
+    sec = hub.kubectl_json("-n", NS, "get", "secret", "oac-w-0")
+    value = base64.b64decode(sec["data"]["value"]).decode()
+    validate(tmp_path, value, "worker.ign")
+    with urllib.request.urlopen(ie["status"]["bootArtifacts"]["discoveryIgnitionURL"],
+                                context=hub.ssl_context(), timeout=30) as r:
+        disc = json.loads(r.read())
+    assert json.loads(value) == disc
+    assert any(f["path"] == "/etc/discovery-extra" for f in disc["storage"]["files"])
+
+    hub.kubectl("-n", NS, "delete", "openshiftassistedconfig", "oac-w-0", "--wait=false")
+    wait_for(lambda: not get_opt(hub, "openshiftassistedconfig", "oac-w-0"),
+             timeout=60, interval=0.3, what="the worker OAC gone")
+    wait_for(lambda: not get_opt(hub, "infraenv", "m-w-0"),
+             timeout=60, interval=0.3, what="the worker InfraEnv gone")

@@ -316,6 +316,33 @@ static void test_bootstrap_data(void **state)
 	assert_int_equal(capoa_ignition_bootstrap_data("[]", 2, &o, &text, &len, &err), -EINVAL);
 }
 
+static void test_ignition_url(void **state)
+{
+	const char *ev = "https://hub.example.com:8443/api/assisted-install/v2/events?api_key=eyJ.a.b"
+			 "&infra_env_id=0b1c2d3e-0000-4000-8000-000000000001";
+	char why[256], *u;
+
+	(void)state;
+	u = capoa_ignition_url(ev, NULL, why, sizeof(why));
+	assert_non_null(u);
+	assert_string_equal(u, "https://hub.example.com:8443/api/assisted-install/v2/infra-envs/"
+			       "0b1c2d3e-0000-4000-8000-000000000001/downloads/files?api_key=eyJ.a.b&file_name=discovery.ign");
+	free(u);
+	u = capoa_ignition_url(ev, "http://assisted-service.ns1.svc.cluster.local:8090", why, sizeof(why));
+	assert_string_equal(u, "http://assisted-service.ns1.svc.cluster.local:8090/api/assisted-install/v2/infra-envs/"
+			       "0b1c2d3e-0000-4000-8000-000000000001/downloads/files?api_key=eyJ.a.b&file_name=discovery.ign");
+	free(u);
+	/* Query order does not matter; a host without a path. */
+	u = capoa_ignition_url("http://h?infra_env_id=X&api_key=K", NULL, why, sizeof(why));
+	assert_string_equal(u, "http://h/api/assisted-install/v2/infra-envs/X/downloads/files?api_key=K&file_name=discovery.ign");
+	free(u);
+	assert_null(capoa_ignition_url("https://h/api/assisted-install/v2/events?infra_env_id=X", NULL, why, sizeof(why)));
+	assert_non_null(strstr(why, "api_key"));
+	assert_null(capoa_ignition_url("https://h/events?api_key=K", NULL, why, sizeof(why)));
+	assert_null(capoa_ignition_url("not a url?api_key=K&infra_env_id=X", NULL, why, sizeof(why)));
+	assert_null(capoa_ignition_url("https://h/events?api_key=&infra_env_id=X", NULL, why, sizeof(why)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +353,7 @@ int main(void)
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_annotation_merge),
 		cmocka_unit_test(test_bootstrap_data),
+		cmocka_unit_test(test_ignition_url),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
