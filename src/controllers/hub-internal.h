@@ -137,6 +137,10 @@ int hub_capm3_register(struct hub *h);
  * OpenshiftAssistedConfig and CAPOAAgent controllers; nothing when the
  * CAPI kinds are not declared. */
 int hub_capoa_bootstrap_register(struct hub *h);
+/* The CAPOA control-plane provider (capoa-controlplane.c): the
+ * OpenshiftAssistedControlPlane, its ClusterDeployment and
+ * AgentClusterInstall controllers; nothing when the kinds are absent. */
+int hub_capoa_controlplane_register(struct hub *h);
 bool hub_manifests_present(struct hub *h, const json_t *aci);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */

@@ -410,6 +410,8 @@ static int start_controllers(struct hub *h, bool standby)
 		r = hub_capm3_register(h);
 	if (r == 0)
 		r = hub_capoa_bootstrap_register(h);
+	if (r == 0)
+		r = hub_capoa_controlplane_register(h);
 	/* Hosts that stopped polling are found by a sweep (agentapi.c). */
 	if (r == 0)
 		r = rt_ticker(h->rt, 1000, sweep_disconnected, h);
