@@ -733,7 +733,7 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 		if (kube_get(h->api, h->k_cd, key->ns, key->name, &cd, &err) == -ENOENT) {
 			const char *cn = js(jget(oacp, "spec.config"), "clusterName");
 
-			cd = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:{s:s,s:{s:s,s:s,s:s,s:s},s:s,s:{s:{}},s:{s:s}}}",
+			cd = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:{s:s,s:{s:s,s:s,s:s,s:s},s:s,s:{s:{s:{}}},s:{s:s}}}",
 				       "apiVersion", "hive.openshift.io/v1", "kind", "ClusterDeployment", "metadata", "name",
 				       key->name, "namespace", key->ns, "labels", cp_labels(oacp), "ownerReferences",
 				       owner_ref(oacp, OACP_APIVERSION, OACP_KIND, true), "spec", "clusterName",
@@ -742,7 +742,7 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 				       "name", key->name, "baseDomain",
 				       js(jget(oacp, "spec.config"), "baseDomain") ? js(jget(oacp, "spec.config"), "baseDomain")
 										  : "",
-				       "platform", "agentBareMetal", "pullSecretRef", "name",
+				       "platform", "agentBareMetal", "agentSelector", "pullSecretRef", "name",
 				       js(jget(oacp, "spec.config.pullSecretRef"), "name"));
 			r = cd ? create(h, h->k_cd, key->ns, cd, &err) : -ENOMEM;
 			if (r < 0 && r != -EEXIST)
