@@ -645,7 +645,7 @@ def test_missing_pull_secret(capi_hub, tmp_path, sims):
 def test_distribution_version_without_release(capi_hub):
     """distributionVersion below 4.14.0: no Machine, MachinesCreated False
     MachineGenerationFailed; one with no release: KubernetesVersionAvailable False
-    KubernetesVersionUnavailable (KubernetesVersionAvailableCondition in v1alpha2)."""
+    KubernetesVersionUnavailable (in v1alpha2 too); a good one again: True."""
     hub = capi_hub
     hub.create_namespace(NS)
 
@@ -672,9 +672,12 @@ def test_distribution_version_without_release(capi_hub):
     c = wait(hub, cond("KubernetesVersionAvailable"), 30, "KubernetesVersionAvailable False for 4.99.0")
     assert c["reason"] == "KubernetesVersionUnavailable", c
     assert "4.99.0" in c["message"], c
+    # The v1alpha2 view: the same condition as v1beta1 conditions (upstream's conversion
+    # copies the types as they are), with a severity.
     old = get(hub, OACP_V1A2, "test-sno")
-    oc = conds(old).get("KubernetesVersionAvailableCondition", {})
+    oc = conds(old).get("KubernetesVersionAvailable", {})
     assert oc.get("status") == "False" and oc.get("reason") == "KubernetesVersionUnavailable", conds(old)
+    assert oc.get("severity"), oc
     assert hub.alive()
 
     hub.kubectl("-n", NS, "patch", kind, "test-sno", "--type=merge", "-p",
