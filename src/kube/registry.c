@@ -188,6 +188,9 @@ static void kind_free(struct kube_kind *k)
 	free(k->singular);
 	free(k->api_version);
 	free(k->store_key);
+	free(k->scale_spec_replicas);
+	free(k->scale_status_replicas);
+	free(k->scale_label_selector);
 	json_decref(k->short_names);
 	json_decref(k->categories);
 	json_decref(k->crd);
@@ -335,6 +338,20 @@ static int add_crd(struct kube_registry *reg, json_t *crd, const char *origin, a
 			k->categories = json_array();
 		k->namespaced = strcmp(jstr(spec, "scope"), "Cluster") != 0;
 		k->has_status = json_object_get(sub, "status") != NULL;
+		if (json_is_object(json_object_get(sub, "scale"))) {
+			json_t *sc = json_object_get(sub, "scale");
+
+			if (!*jstr(sc, "specReplicasPath") || !*jstr(sc, "statusReplicasPath")) {
+				kind_free(k);
+				return ah_err_set(err, EINVAL, 500, "InternalError",
+						  "%s: version %s: the scale subresource needs specReplicasPath and statusReplicasPath",
+						  origin, jstr(v, "name"));
+			}
+			k->scale_spec_replicas = strdup(jstr(sc, "specReplicasPath"));
+			k->scale_status_replicas = strdup(jstr(sc, "statusReplicasPath"));
+			if (*jstr(sc, "labelSelectorPath"))
+				k->scale_label_selector = strdup(jstr(sc, "labelSelectorPath"));
+		}
 		k->smp_lists = no_lists;
 		k->crd = json_incref(crd);
 		k->schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");

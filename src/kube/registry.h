@@ -39,6 +39,12 @@ struct kube_kind {
 	table_columns *columns;
 	json_t *printer_columns;
 	const struct smp_list_meta *smp_lists;
+	/* The scale subresource (autoscaling/v1 Scale), from the CRD version's
+	 * subresources.scale: simple JSON paths (".spec.replicas"); NULL when
+	 * the kind has none (label_selector may be NULL alone). */
+	char *scale_spec_replicas;
+	char *scale_status_replicas;
+	char *scale_label_selector;
 	/* Kinds served from another kind's storage (events.k8s.io Event from
 	 * the core Event; a CRD's served versions other than its storage
 	 * version, from the storage version's kind): the stored kind, whose

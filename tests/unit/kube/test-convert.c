@@ -285,6 +285,29 @@ static void test_oacp(void **state)
 	json_decref(spoke);
 }
 
+static void test_oac_template(void **state)
+{
+	const struct kube_kind *v1 = kind("bootstrap.cluster.x-k8s.io/v1alpha1", "OpenshiftAssistedConfigTemplate");
+	json_t *hub = parse("{\"apiVersion\":\"bootstrap.cluster.x-k8s.io/v1alpha2\",\"kind\":\"OpenshiftAssistedConfigTemplate\","
+			    "\"metadata\":{\"name\":\"t\",\"annotations\":{\"a\":\"b\"}},\"spec\":{\"template\":{"
+			    "\"metadata\":{\"labels\":{\"l\":\"v\"}},\"spec\":{\"sshAuthorizedKey\":\"k\","
+			    "\"postBootstrapCommands\":[\"x\"],\"bootstrapCommandSentinelDir\":\"/var/s\"}}}}");
+	json_t *spoke = kube_convert(v1, hub, false), *back;
+
+	(void)state;
+	assert_string_equal(json_string_value(json_object_get(spoke, "apiVersion")), "bootstrap.cluster.x-k8s.io/v1alpha1");
+	expect(json_object_get(spoke, "spec"),
+	       "{\"template\":{\"metadata\":{\"labels\":{\"l\":\"v\"}},\"spec\":{\"sshAuthorizedKey\":\"k\"}}}");
+	/* Other annotations stay; the conversion data joins them. */
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(spoke, "metadata"),
+									      "annotations"), "a")), "b");
+	back = kube_convert(v1, spoke, true);
+	assert_true(json_equal(json_object_get(back, "spec"), json_object_get(hub, "spec")));
+	json_decref(back);
+	json_decref(spoke);
+	json_decref(hub);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_go_durations),
 		cmocka_unit_test(test_oac),
 		cmocka_unit_test(test_oacp),
+		cmocka_unit_test(test_oac_template),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
