@@ -36,7 +36,17 @@ struct capi_cluster_ctl {
 	const struct kube_kind *k_cluster, *k_md, *k_ms, *k_machine;
 };
 
-static struct capi_cluster_ctl cctl;
+/* The kinds, looked up per call from the hub's registry (ctx is the hub:
+ * several hubs may run in one process, as in the unit tests). */
+static bool ctl_init(struct capi_cluster_ctl *c, struct hub *h)
+{
+	c->h = h;
+	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
+	c->k_md = capi_kind(h->reg, CAPI_GROUP, "MachineDeployment");
+	c->k_ms = capi_kind(h->reg, CAPI_GROUP, "MachineSet");
+	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
+	return c->k_cluster && c->k_md && c->k_ms && c->k_machine;
+}
 
 static bool is_true(const json_t *o, const char *a, const char *b)
 {
@@ -186,51 +196,67 @@ static struct rt_result cluster_delete(struct capi_cluster_ctl *c, json_t *cl)
 	struct hub *h = c->h;
 	const json_t *meta = json_object_get(cl, "metadata"), *spec = json_object_get(cl, "spec");
 	const char *ns = capi_str(meta, "namespace"), *name = capi_str(meta, "name");
-	const struct kube_kind *k = NULL;
-	json_t *st, *obj = NULL;
+	const struct kube_kind *kcp = NULL, *ki = NULL;
+	json_t *st, *cp = NULL, *infra = NULL;
+	const char *reason, *msg = NULL;
+	struct rt_result res = rt_done();
 	char now[32];
-	int cp_left, r;
+	int cp_left = 0, workers, r;
 	ah_err err;
 
 	if (!capi_has_finalizer(cl, CAPI_FINALIZER_CLUSTER))
 		return rt_done();
+	/* 1. MachineDeployments, MachineSets, worker Machines. */
+	delete_descendants(c, ns, name, &err);
+	workers = count_by(c, c->k_md, ns, name) + count_by(c, c->k_ms, ns, name) + workers_left(c, ns, name, &cp_left);
+	if (get_ref(h, json_object_get(spec, "controlPlaneRef"), ns, &kcp, &cp, &err) < 0 ||
+	    get_ref(h, json_object_get(spec, "infrastructureRef"), ns, &ki, &infra, &err) < 0) {
+		json_decref(cp);
+		return rt_error(-EIO);
+	}
+	/* The stage, with upstream's reasons for the Deleting condition. */
+	if (workers) {
+		reason = "WaitingForWorkersDeletion";
+		msg = "Waiting for MachineDeployments, MachineSets and worker Machines to be deleted";
+	} else if (cp || cp_left) {
+		reason = "WaitingForControlPlaneDeletion";
+		msg = "Waiting for the control plane to be deleted";
+	} else if (infra) {
+		reason = "WaitingForInfrastructureDeletion";
+		msg = "Waiting for the infrastructure cluster to be deleted";
+	} else {
+		reason = "DeletionCompleted";
+	}
 	util_now_rfc3339(now, sizeof(now));
 	st = json_is_object(json_object_get(cl, "status")) ? json_deep_copy(json_object_get(cl, "status")) : json_object();
 	json_object_set_new(st, "phase", json_string("Deleting"));
-	capi_cond_set(conds_of(st), "Deleting", "True", "Deleting", NULL, json_integer_value(json_object_get(meta, "generation")),
-		      now);
+	capi_cond_set(conds_of(st), "Deleting", "True", reason, msg,
+		      json_integer_value(json_object_get(meta, "generation")), now);
 	r = capi_write_status(h, c->k_cluster, cl, st, &err);
 	json_decref(st);
-	if (r != 0)
-		return r < 0 && err.status != 404 ? rt_error(r) : rt_done();
-
-	/* 1. MachineDeployments, MachineSets, worker Machines. */
-	delete_descendants(c, ns, name, &err);
-	if (count_by(c, c->k_md, ns, name) || count_by(c, c->k_ms, ns, name) || workers_left(c, ns, name, &cp_left))
-		return rt_requeue_after(WAIT_MS);
-	/* 2. The control plane (its Machines go with it). */
-	if (get_ref(h, json_object_get(spec, "controlPlaneRef"), ns, &k, &obj, &err) < 0)
-		return rt_error(-EIO);
-	if (obj) {
-		r = capi_delete(h, k, ns, capi_str(json_object_get(obj, "metadata"), "name"), &err);
-		json_decref(obj);
-		return r < 0 ? rt_error(r) : rt_requeue_after(WAIT_MS);
+	if (r != 0) {
+		/* Its event brings the next pass. */
+		res = r < 0 && err.status != 404 ? rt_error(r) : rt_done();
+	} else if (workers) {
+		res = rt_requeue_after(WAIT_MS);
+	} else if (cp || cp_left) {
+		/* 2. The control plane (its Machines go with it). */
+		r = cp ? capi_delete(h, kcp, ns, capi_str(json_object_get(cp, "metadata"), "name"), &err) : 1;
+		res = r < 0 ? rt_error(r) : rt_requeue_after(WAIT_MS);
+	} else if (infra) {
+		/* 3. The infra cluster. */
+		r = capi_delete(h, ki, ns, capi_str(json_object_get(infra, "metadata"), "name"), &err);
+		res = r < 0 ? rt_error(r) : rt_requeue_after(WAIT_MS);
+	} else {
+		r = capi_set_finalizer(h, c->k_cluster, cl, CAPI_FINALIZER_CLUSTER, false, &err);
+		if (r < 0 && err.status != 404)
+			res = rt_error(r);
+		else
+			log_info("cluster %s/%s: deleted", ns, name);
 	}
-	if (cp_left)
-		return rt_requeue_after(WAIT_MS);
-	/* 3. The infra cluster. */
-	if (get_ref(h, json_object_get(spec, "infrastructureRef"), ns, &k, &obj, &err) < 0)
-		return rt_error(-EIO);
-	if (obj) {
-		r = capi_delete(h, k, ns, capi_str(json_object_get(obj, "metadata"), "name"), &err);
-		json_decref(obj);
-		return r < 0 ? rt_error(r) : rt_requeue_after(WAIT_MS);
-	}
-	r = capi_set_finalizer(h, c->k_cluster, cl, CAPI_FINALIZER_CLUSTER, false, &err);
-	if (r < 0 && err.status != 404)
-		return rt_error(r);
-	log_info("cluster %s/%s: deleted", ns, name);
-	return rt_done();
+	json_decref(cp);
+	json_decref(infra);
+	return res;
 }
 
 /* "* Type: message" lines of the conditions of types that are not True. */
@@ -254,8 +280,8 @@ static void not_true_summary(const json_t *conds, const char *const *types, char
 
 static struct rt_result cluster_reconcile(void *ctx, const struct rt_key *key)
 {
-	struct capi_cluster_ctl *c = ctx;
-	struct hub *h = c->h;
+	struct capi_cluster_ctl cc, *c = &cc;
+	struct hub *h = ctx;
 	json_t *cl = NULL, *infra = NULL, *cp = NULL, *labels, *st, *conds, *v1, *init;
 	const json_t *meta, *spec, *infra_ref, *cp_ref, *cp_avail;
 	const struct kube_kind *ki = NULL, *kc = NULL;
@@ -265,11 +291,19 @@ static struct rt_result cluster_reconcile(void *ctx, const struct rt_key *key)
 	int r = 0;
 	ah_err err;
 
+	if (!ctl_init(c, h))
+		return rt_done();
 	if (kube_get(h->api, c->k_cluster, key->ns, key->name, &cl, &err) < 0)
 		return err.status == 404 ? rt_done() : rt_error(-EIO);
 	meta = json_object_get(cl, "metadata");
 	spec = json_object_get(cl, "spec");
 	gen = json_integer_value(json_object_get(meta, "generation"));
+	if (capi_paused(cl, cl, msg, sizeof(msg))) {
+		/* Nothing is reconciled, deletion included, until unpaused. */
+		r = capi_write_paused(h, c->k_cluster, cl, msg, &err);
+		json_decref(cl);
+		return r < 0 && err.status != 404 ? rt_error(r) : rt_done();
+	}
 	if (capi_str(meta, "deletionTimestamp")) {
 		struct rt_result res = cluster_delete(c, cl);
 
@@ -378,6 +412,7 @@ static struct rt_result cluster_reconcile(void *ctx, const struct rt_key *key)
 	capi_v1b1_cond_set(v1, "ControlPlaneReady", capi_cond_true(conds, "ControlPlaneAvailable"),
 			   "WaitingForControlPlane", "Info", NULL, now);
 	capi_cond_set(conds, "Deleting", "False", "NotDeleting", NULL, gen, now);
+	capi_set_paused_cond(st, false, NULL, gen, now);
 	{
 		static const char *const types[] = { "InfrastructureReady", "ControlPlaneAvailable", NULL };
 
@@ -463,13 +498,13 @@ static void descendant_to_cluster(struct rt_controller *rc, void *ctx, const str
 
 static void ref_to_cluster(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
 {
-	struct capi_cluster_ctl *c = ctx;
+	struct capi_cluster_ctl cc, *c = &cc;
 	const char *kind = ev->obj ? capi_str(ev->obj, "kind") : NULL;
 	json_t *list, *p;
 	char key[600];
 	size_t i;
 
-	if (!kind)
+	if (!kind || !ctl_init(c, ctx))
 		return;
 	snprintf(key, sizeof(key), "%s/%s/%s", kind, ev->so->ns, ev->so->name);
 	list = rt_cache_list_by(c->h->rt, c->k_cluster->store_key, CAPI_IDX_REFS, key);
@@ -487,18 +522,13 @@ static bool ends_with(const char *s, const char *suffix)
 
 int hub_capi_cluster_register(struct hub *h)
 {
-	struct capi_cluster_ctl *c = &cctl;
-	struct rt_controller_def d = { .name = "CAPICluster", .reconcile = cluster_reconcile, .ctx = c };
+	struct capi_cluster_ctl cc, *c = &cc;
+	struct rt_controller_def d = { .name = "CAPICluster", .reconcile = cluster_reconcile, .ctx = h };
 	const char *seen[RT_MAX_WATCHES];
 	size_t i, nw = 0, ns = 0;
 	int r;
 
-	c->h = h;
-	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
-	c->k_md = capi_kind(h->reg, CAPI_GROUP, "MachineDeployment");
-	c->k_ms = capi_kind(h->reg, CAPI_GROUP, "MachineSet");
-	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
-	if (!c->k_cluster || !c->k_md || !c->k_ms || !c->k_machine)
+	if (!ctl_init(c, h))
 		return 0; /* no Cluster API kinds installed */
 	r = rt_cache_index(h->rt, c->k_cluster->store_key, CAPI_IDX_REFS, cluster_refs_index);
 	if (r == 0)

@@ -85,6 +85,46 @@ void capi_v1b1_cond_set(json_t *conds, const char *type, bool ok, const char *re
 	json_array_append_new(conds, c);
 }
 
+bool capi_paused(const json_t *cluster, const json_t *obj, char *msg, size_t size)
+{
+	bool spec = json_is_true(capi_path(cluster, "spec", "paused"));
+	bool ann = json_object_get(capi_path(obj, "metadata", "annotations"), CAPI_ANN_PAUSED) != NULL;
+	const char *kind = capi_str(obj, "kind");
+
+	msg[0] = '\0';
+	if (!spec && !ann)
+		return false;
+	snprintf(msg, size, "%s%s%s%s", spec ? "Cluster spec.paused is set to true" : "", spec && ann ? ", " : "",
+		 ann ? (kind ? kind : "Object") : "", ann ? " has the " CAPI_ANN_PAUSED " annotation" : "");
+	return true;
+}
+
+void capi_set_paused_cond(json_t *st, bool paused, const char *msg, long long generation, const char *now)
+{
+	json_t *conds = json_object_get(st, "conditions");
+
+	if (!json_is_array(conds))
+		json_object_set_new(st, "conditions", conds = json_array());
+	if (paused)
+		capi_cond_set(conds, "Paused", "True", "Paused", msg, generation, now);
+	else
+		capi_cond_set(conds, "Paused", "False", "NotPaused", NULL, generation, now);
+}
+
+int capi_write_paused(struct hub *h, const struct kube_kind *k, const json_t *obj, const char *msg, ah_err *err)
+{
+	json_t *st = json_is_object(json_object_get(obj, "status")) ? json_deep_copy(json_object_get(obj, "status"))
+								   : json_object();
+	char now[32];
+	int r;
+
+	util_now_rfc3339(now, sizeof(now));
+	capi_set_paused_cond(st, true, msg, json_integer_value(capi_path(obj, "metadata", "generation")), now);
+	r = capi_write_status(h, k, obj, st, err);
+	json_decref(st);
+	return r;
+}
+
 json_t *capi_owner_ref(const json_t *obj, bool controller)
 {
 	const json_t *meta = json_object_get(obj, "metadata");

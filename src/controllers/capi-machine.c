@@ -41,7 +41,15 @@ struct capi_machine_ctl {
 	const struct kube_kind *k_machine, *k_cluster;
 };
 
-static struct capi_machine_ctl mctl;
+/* The kinds, looked up per call from the hub's registry (ctx is the hub:
+ * several hubs may run in one process, as in the unit tests). */
+static bool ctl_init(struct capi_machine_ctl *c, struct hub *h)
+{
+	c->h = h;
+	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
+	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
+	return c->k_machine && c->k_cluster;
+}
 
 static bool truthy(const json_t *o, const char *a, const char *b)
 {
@@ -188,8 +196,8 @@ static int machine_metadata(struct capi_machine_ctl *c, const json_t *m, ah_err 
 
 static struct rt_result machine_reconcile(void *ctx, const struct rt_key *key)
 {
-	struct capi_machine_ctl *c = ctx;
-	struct hub *h = c->h;
+	struct capi_machine_ctl cc, *c = &cc;
+	struct hub *h = ctx;
 	json_t *m = NULL, *bc = NULL, *im = NULL, *labels = NULL, *st, *init, *conds, *v1, *spec_patch = NULL;
 	const json_t *meta, *spec, *bref, *iref;
 	const struct kube_kind *kb = NULL, *ki = NULL;
@@ -200,11 +208,27 @@ static struct rt_result machine_reconcile(void *ctx, const struct rt_key *key)
 	int r = 0;
 	ah_err err;
 
+	if (!ctl_init(c, h))
+		return rt_done();
 	if (kube_get(h->api, c->k_machine, key->ns, key->name, &m, &err) < 0)
 		return err.status == 404 ? rt_done() : rt_error(-EIO);
 	meta = json_object_get(m, "metadata");
 	spec = json_object_get(m, "spec");
 	gen = json_integer_value(json_object_get(meta, "generation"));
+	{
+		json_t *cl = NULL;
+		bool paused;
+
+		if (!capi_str(spec, "clusterName") ||
+		    kube_get(h->api, c->k_cluster, key->ns, capi_str(spec, "clusterName"), &cl, &err) < 0)
+			cl = NULL;
+		paused = capi_paused(cl, m, msg, sizeof(msg));
+		json_decref(cl);
+		if (paused) {
+			r = capi_write_paused(h, c->k_machine, m, msg, &err);
+			goto out;
+		}
+	}
 	if (capi_str(meta, "deletionTimestamp")) {
 		struct rt_result res = machine_delete(c, m);
 
@@ -311,6 +335,7 @@ static struct rt_result machine_reconcile(void *ctx, const struct rt_key *key)
 		capi_cond_set(conds, "NodeHealthy", "Unknown", "NodeDoesNotExist", why, gen, now);
 	}
 	capi_cond_set(conds, "Deleting", "False", "NotDeleting", NULL, gen, now);
+	capi_set_paused_cond(st, false, NULL, gen, now);
 	if (node) {
 		capi_cond_set(conds, "Ready", "True", "Ready", NULL, gen, now);
 		capi_cond_set(conds, "Available", "True", "Available", NULL, gen, now);
@@ -373,13 +398,13 @@ static void machine_refs_index(const json_t *m, json_t *out)
 
 static void ref_to_machine(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
 {
-	struct capi_machine_ctl *c = ctx;
+	struct capi_machine_ctl cc, *c = &cc;
 	const char *kind = ev->obj ? capi_str(ev->obj, "kind") : NULL;
 	json_t *list, *p;
 	char key[600];
 	size_t i;
 
-	if (!kind)
+	if (!kind || !ctl_init(c, ctx))
 		return;
 	snprintf(key, sizeof(key), "%s/%s/%s", kind, ev->so->ns, ev->so->name);
 	list = rt_cache_list_by(c->h->rt, c->k_machine->store_key, CAPI_IDX_REFS, key);
@@ -388,15 +413,50 @@ static void ref_to_machine(struct rt_controller *rc, void *ctx, const struct rt_
 	json_decref(list);
 }
 
-/* An Agent of InfraEnv <machine> queues Machine <machine> (if there is none,
- * its pass reads a 404 and ends). */
+/* A Cluster (spec.paused) queues its Machines. */
+static void cluster_to_machines(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
+{
+	struct capi_machine_ctl cc, *c = &cc;
+	json_t *list, *p;
+	char key[600];
+	size_t i;
+
+	if (!ctl_init(c, ctx))
+		return;
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
+	list = rt_cache_list_by(c->h->rt, c->k_machine->store_key, CAPI_IDX_CLUSTER_NAME, key);
+	json_array_foreach(list, i, p)
+		rt_enqueue(rc, json_string_value(json_array_get(p, 0)), json_string_value(json_array_get(p, 1)));
+	json_decref(list);
+}
+
+static void machine_name_index(const json_t *m, json_t *out)
+{
+	const json_t *meta = json_object_get(m, "metadata");
+	char key[600];
+
+	if (capi_str(meta, "namespace") && capi_str(meta, "name")) {
+		snprintf(key, sizeof(key), "%s/%s", capi_str(meta, "namespace"), capi_str(meta, "name"));
+		json_array_append_new(out, json_string(key));
+	}
+}
+
+/* An Agent of InfraEnv <machine> queues Machine <machine> when there is one
+ * (most Agents belong to no Machine). */
 static void agent_to_machine(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
 {
 	const char *ie = ev->obj ? capi_str(capi_path(ev->obj, "metadata", "labels"), LABEL_INFRAENV) : NULL;
+	struct capi_machine_ctl cc;
+	json_t *list;
+	char key[600];
 
-	(void)ctx;
-	if (ie && *ie)
+	if (!ie || !*ie || !ctl_init(&cc, ctx))
+		return;
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ie);
+	list = rt_cache_list_by(cc.h->rt, cc.k_machine->store_key, CAPI_IDX_NAME, key);
+	if (json_array_size(list))
 		rt_enqueue(rc, ev->so->ns, ie);
+	json_decref(list);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -408,22 +468,23 @@ static bool ends_with(const char *s, const char *suffix)
 
 int hub_capi_machine_register(struct hub *h)
 {
-	struct capi_machine_ctl *c = &mctl;
-	struct rt_controller_def d = { .name = "CAPIMachine", .reconcile = machine_reconcile, .ctx = c };
+	struct capi_machine_ctl cc, *c = &cc;
+	struct rt_controller_def d = { .name = "CAPIMachine", .reconcile = machine_reconcile, .ctx = h };
 	const char *seen[RT_MAX_WATCHES];
 	size_t i, nw = 0, ns = 0;
 	int r;
 
-	c->h = h;
-	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
-	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
-	if (!c->k_machine || !c->k_cluster)
+	if (!ctl_init(c, h))
 		return 0; /* no Cluster API kinds installed */
 	r = rt_cache_index(h->rt, c->k_machine->store_key, CAPI_IDX_REFS, machine_refs_index);
+	if (r == 0)
+		r = rt_cache_index(h->rt, c->k_machine->store_key, CAPI_IDX_NAME, machine_name_index);
 	if (r < 0)
 		return r;
 	d.watches[nw++] = (struct rt_watch){ .resource = c->k_machine->store_key, .map = RT_MAP_SELF };
 	d.watches[nw++] = (struct rt_watch){ .resource = h->k_agent->store_key, .map = RT_MAP_FN, .fn = agent_to_machine };
+	d.watches[nw++] = (struct rt_watch){ .resource = c->k_cluster->store_key, .map = RT_MAP_FN,
+					     .fn = cluster_to_machines };
 	/* The bootstrap configs and infra machines the registry knows. */
 	for (i = 0; i < h->reg->n && nw < RT_MAX_WATCHES; i++) {
 		const struct kube_kind *k = h->reg->kinds[i];

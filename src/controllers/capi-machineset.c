@@ -26,9 +26,9 @@
  * then the oldest (the newest with spec.deletion.order Newest).  A deleted
  * MachineSet deletes its Machines and waits for them to be gone.
  *
- * Before counting, a pass waits for the cache to hold every write made so
- * far (rt_wait_synced()), so Machines it just created are never missed and
- * created twice. */
+ * Before creating, a pass waits for the cache to hold every write made so
+ * far (rt_wait_synced()) and counts again, so Machines (MachineSets) it just
+ * created are never missed and created twice. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +50,17 @@ struct capi_ms_ctl {
 	const struct kube_kind *k_cluster, *k_md, *k_ms, *k_machine;
 };
 
-static struct capi_ms_ctl sctl;
+/* The kinds, looked up per call from the hub's registry (ctx is the hub:
+ * several hubs may run in one process, as in the unit tests). */
+static bool ctl_init(struct capi_ms_ctl *c, struct hub *h)
+{
+	c->h = h;
+	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
+	c->k_md = capi_kind(h->reg, CAPI_GROUP, "MachineDeployment");
+	c->k_ms = capi_kind(h->reg, CAPI_GROUP, "MachineSet");
+	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
+	return c->k_cluster && c->k_md && c->k_ms && c->k_machine;
+}
 
 static bool same(const char *a, const char *b)
 {
@@ -111,6 +121,25 @@ static int ensure_meta(struct capi_ms_ctl *c, const struct kube_kind *k, const j
 	if (r != 0)
 		return r;
 	return capi_set_finalizer(c->h, k, obj, finalizer, true, err);
+}
+
+/* Whether obj's reconcile is paused; then its Paused condition is written
+ * (*r: the write's result). */
+static bool paused(struct capi_ms_ctl *c, const struct kube_kind *k, const json_t *obj, int *r, ah_err *err)
+{
+	const char *cn = capi_str(json_object_get(obj, "spec"), "clusterName");
+	json_t *cl = NULL;
+	char msg[256];
+	bool p;
+
+	if (!cn || kube_get(c->h->api, c->k_cluster, capi_str(json_object_get(obj, "metadata"), "namespace"), cn, &cl,
+			     err) < 0)
+		cl = NULL;
+	p = capi_paused(cl, obj, msg, sizeof(msg));
+	json_decref(cl);
+	if (p)
+		*r = capi_write_paused(c->h, k, obj, msg, err);
+	return p;
 }
 
 static int patch_spec(struct capi_ms_ctl *c, const struct kube_kind *k, const json_t *obj, json_t *spec, ah_err *err)
@@ -325,8 +354,8 @@ static json_t *pick_for_deletion(const json_t *active, size_t n, bool newest)
 
 static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 {
-	struct capi_ms_ctl *c = ctx;
-	struct hub *h = c->h;
+	struct capi_ms_ctl cc, *c = &cc;
+	struct hub *h = ctx;
 	json_t *ms = NULL, *machines, *active, *st, *conds;
 	const json_t *meta, *spec, *m;
 	long long desired, gen;
@@ -335,13 +364,16 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 	size_t i;
 	ah_err err;
 
-	rt_wait_synced(h->rt, 0, SYNC_MS);
+	if (!ctl_init(c, h))
+		return rt_done();
 	if (kube_get(h->api, c->k_ms, key->ns, key->name, &ms, &err) < 0)
 		return err.status == 404 ? rt_done() : rt_error(-EIO);
 	meta = json_object_get(ms, "metadata");
 	spec = json_object_get(ms, "spec");
 	gen = json_integer_value(json_object_get(meta, "generation"));
 	machines = get_list(c, c->k_machine, CAPI_IDX_SET, key->ns, key->name);
+	if (paused(c, c->k_ms, ms, &r, &err))
+		goto out;
 	if (capi_str(meta, "deletionTimestamp")) {
 		if (capi_has_finalizer(ms, CAPI_FINALIZER_MACHINESET)) {
 			if (delete_all(c, c->k_machine, machines, &err))
@@ -354,11 +386,18 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 	if ((r = ensure_meta(c, c->k_ms, ms, CAPI_FINALIZER_MACHINESET, NULL, &err)) != 0)
 		goto out;
 
+	desired = json_is_integer(json_object_get(spec, "replicas")) ? json_integer_value(json_object_get(spec, "replicas")) : 1;
+	if ((long long)json_array_size(machines) < desired) {
+		/* About to create: first let the cache take every write so far
+		 * (Machines this controller just made), then count again. */
+		rt_wait_synced(h->rt, 0, SYNC_MS);
+		json_decref(machines);
+		machines = get_list(c, c->k_machine, CAPI_IDX_SET, key->ns, key->name);
+	}
 	active = json_array();
 	json_array_foreach(machines, i, m)
 		if (!capi_str(json_object_get(m, "metadata"), "deletionTimestamp"))
 			json_array_append(active, (json_t *)m);
-	desired = json_is_integer(json_object_get(spec, "replicas")) ? json_integer_value(json_object_get(spec, "replicas")) : 1;
 	if ((long long)json_array_size(active) < desired) {
 		long long n = desired - (long long)json_array_size(active);
 
@@ -414,6 +453,7 @@ static struct rt_result ms_reconcile(void *ctx, const struct rt_key *key)
 	} else {
 		capi_cond_set(conds, "ScalingDown", "False", "NotScalingDown", NULL, gen, now);
 	}
+	capi_set_paused_cond(st, false, NULL, gen, now);
 	if (ready == (int)json_array_size(machines))
 		capi_cond_set(conds, "MachinesReady", "True", "Ready", NULL, gen, now);
 	else
@@ -482,18 +522,20 @@ static json_t *new_machineset(struct capi_ms_ctl *c, const json_t *md, const cha
 
 static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 {
-	struct capi_ms_ctl *c = ctx;
-	struct hub *h = c->h;
+	struct capi_ms_ctl cc, *c = &cc;
+	struct hub *h = ctx;
 	json_t *md = NULL, *sets = NULL, *cl = NULL, *st = NULL, *conds, *match;
 	const json_t *meta, *spec, *s, *cur = NULL;
 	long long desired, gen, replicas = 0, ready = 0, avail = 0, uptodate = 0;
 	char hash[16], sel[1024], now[32], msg[AH_ERR_MSG_MAX + 128];
 	const char *cn, *phase;
+	bool synced;
 	size_t i;
 	int r = 0;
 	ah_err err;
 
-	rt_wait_synced(h->rt, 0, SYNC_MS);
+	if (!ctl_init(c, h))
+		return rt_done();
 	if (kube_get(h->api, c->k_md, key->ns, key->name, &md, &err) < 0)
 		return err.status == 404 ? rt_done() : rt_error(-EIO);
 	meta = json_object_get(md, "metadata");
@@ -501,6 +543,8 @@ static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 	gen = json_integer_value(json_object_get(meta, "generation"));
 	cn = capi_str(spec, "clusterName");
 	sets = get_list(c, c->k_ms, CAPI_IDX_DEPLOYMENT, key->ns, key->name);
+	if (paused(c, c->k_md, md, &r, &err))
+		goto out;
 	if (capi_str(meta, "deletionTimestamp")) {
 		if (capi_has_finalizer(md, CAPI_FINALIZER_MACHINEDEPLOYMENT)) {
 			if (delete_all(c, c->k_ms, sets, &err))
@@ -522,13 +566,23 @@ static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 	desired = json_integer_value(json_object_get(spec, "replicas"));
 	capi_template_hash(json_object_get(spec, "template"), hash, sizeof(hash));
 
-	json_array_foreach(sets, i, s) {
-		const json_t *sm = json_object_get(s, "metadata");
+	for (synced = false;; synced = true) {
+		json_array_foreach(sets, i, s) {
+			const json_t *sm = json_object_get(s, "metadata");
 
-		if (capi_str(sm, "deletionTimestamp") || !capi_owner_name(sm, CAPI_GROUP, "MachineDeployment", true))
-			continue;
-		if (same(capi_str(json_object_get(sm, "labels"), CAPI_LABEL_TEMPLATE_HASH), hash) && !cur)
-			cur = s;
+			if (capi_str(sm, "deletionTimestamp") ||
+			    !capi_owner_name(sm, CAPI_GROUP, "MachineDeployment", true))
+				continue;
+			if (same(capi_str(json_object_get(sm, "labels"), CAPI_LABEL_TEMPLATE_HASH), hash) && !cur)
+				cur = s;
+		}
+		if (cur || synced)
+			break;
+		/* About to create: first let the cache take every write so
+		 * far (a MachineSet this controller just made), then look again. */
+		rt_wait_synced(h->rt, 0, SYNC_MS);
+		json_decref(sets);
+		sets = get_list(c, c->k_ms, CAPI_IDX_DEPLOYMENT, key->ns, key->name);
 	}
 	if (!cur) {
 		json_t *ms = new_machineset(c, md, hash, desired), *ret = NULL;
@@ -595,6 +649,7 @@ static struct rt_result md_reconcile(void *ctx, const struct rt_key *key)
 	conds = json_object_get(st, "conditions");
 	if (!json_is_array(conds))
 		json_object_set_new(st, "conditions", conds = json_array());
+	capi_set_paused_cond(st, false, NULL, gen, now);
 	if (avail >= desired) {
 		capi_cond_set(conds, "Available", "True", "Available", NULL, gen, now);
 	} else {
@@ -657,17 +712,39 @@ static void ms_deployment_index(const json_t *ms, json_t *out)
 	label_index(ms, CAPI_LABEL_DEPLOYMENT_NAME, out);
 }
 
+static void cluster_to(struct rt_controller *rc, struct hub *h, bool sets, const struct rt_event *ev)
+{
+	struct capi_ms_ctl cc;
+	json_t *list, *p;
+	char key[600];
+	size_t i;
+
+	if (!ctl_init(&cc, h))
+		return;
+	snprintf(key, sizeof(key), "%s/%s", ev->so->ns, ev->so->name);
+	list = rt_cache_list_by(h->rt, (sets ? cc.k_ms : cc.k_md)->store_key, CAPI_IDX_CLUSTER_NAME, key);
+	json_array_foreach(list, i, p)
+		rt_enqueue(rc, json_string_value(json_array_get(p, 0)), json_string_value(json_array_get(p, 1)));
+	json_decref(list);
+}
+
+/* A Cluster (spec.paused) queues its MachineSets / MachineDeployments. */
+static void cluster_to_sets(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
+{
+	cluster_to(rc, ctx, true, ev);
+}
+
+static void cluster_to_deployments(struct rt_controller *rc, void *ctx, const struct rt_event *ev)
+{
+	cluster_to(rc, ctx, false, ev);
+}
+
 int hub_capi_machineset_register(struct hub *h)
 {
-	struct capi_ms_ctl *c = &sctl;
+	struct capi_ms_ctl cc, *c = &cc;
 	int r;
 
-	c->h = h;
-	c->k_cluster = capi_kind(h->reg, CAPI_GROUP, "Cluster");
-	c->k_md = capi_kind(h->reg, CAPI_GROUP, "MachineDeployment");
-	c->k_ms = capi_kind(h->reg, CAPI_GROUP, "MachineSet");
-	c->k_machine = capi_kind(h->reg, CAPI_GROUP, "Machine");
-	if (!c->k_cluster || !c->k_md || !c->k_ms || !c->k_machine)
+	if (!ctl_init(c, h))
 		return 0; /* no Cluster API kinds installed */
 	r = rt_cache_index(h->rt, c->k_machine->store_key, CAPI_IDX_SET, machine_set_index);
 	if (r == 0)
@@ -676,10 +753,11 @@ int hub_capi_machineset_register(struct hub *h)
 		struct rt_controller_def d = {
 			.name = "CAPIMachineSet",
 			.reconcile = ms_reconcile,
-			.ctx = c,
+			.ctx = h,
 			.watches = {
 				{ .resource = c->k_ms->store_key, .map = RT_MAP_SELF },
 				{ .resource = c->k_machine->store_key, .map = RT_MAP_OWNER, .owner_kind = "MachineSet" },
+				{ .resource = c->k_cluster->store_key, .map = RT_MAP_FN, .fn = cluster_to_sets },
 			},
 		};
 
@@ -689,10 +767,11 @@ int hub_capi_machineset_register(struct hub *h)
 		struct rt_controller_def d = {
 			.name = "CAPIMachineDeployment",
 			.reconcile = md_reconcile,
-			.ctx = c,
+			.ctx = h,
 			.watches = {
 				{ .resource = c->k_md->store_key, .map = RT_MAP_SELF },
 				{ .resource = c->k_ms->store_key, .map = RT_MAP_OWNER, .owner_kind = "MachineDeployment" },
+				{ .resource = c->k_cluster->store_key, .map = RT_MAP_FN, .fn = cluster_to_deployments },
 			},
 		};
 

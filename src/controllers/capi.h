@@ -26,6 +26,7 @@ struct hub;
 #define CAPI_LABEL_DEPLOYMENT_NAME CAPI_GROUP "/deployment-name"
 #define CAPI_LABEL_CONTROL_PLANE CAPI_GROUP "/control-plane"
 #define CAPI_LABEL_TEMPLATE_HASH "machine-template-hash"
+#define CAPI_ANN_PAUSED CAPI_GROUP "/paused"
 #define CAPI_ANN_DELETE_MACHINE CAPI_GROUP "/delete-machine"
 #define CAPI_ANN_CLONED_FROM_NAME CAPI_GROUP "/cloned-from-name"
 #define CAPI_ANN_CLONED_FROM_GROUPKIND CAPI_GROUP "/cloned-from-groupkind"
@@ -37,6 +38,7 @@ struct hub;
 /* Cache indexes on the CAPI kinds (declared by the controller that owns the kind). */
 #define CAPI_IDX_CLUSTER_NAME "capiClusterName" /* MD, MS, Machine -> "ns/spec.clusterName" */
 #define CAPI_IDX_REFS "capiRefs"                /* Cluster, Machine -> "Kind/ns/name" of each ref */
+#define CAPI_IDX_NAME "capiName"                /* Machine -> "ns/name" (does it exist?) */
 #define CAPI_IDX_SET "capiSetName"              /* Machine -> "ns/<set-name label>" */
 #define CAPI_IDX_DEPLOYMENT "capiDeploymentName" /* MS -> "ns/<deployment-name label>" */
 
@@ -56,6 +58,19 @@ void capi_v1b1_cond_set(json_t *conds, const char *type, bool ok, const char *re
 const json_t *capi_cond_get(const json_t *conds, const char *type);
 /* Whether conds holds type with status "True". */
 bool capi_cond_true(const json_t *conds, const char *type);
+
+/* Whether reconciling obj is paused, as upstream decides: its Cluster
+ * (may be NULL) has spec.paused true, or obj carries the annotation
+ * cluster.x-k8s.io/paused.  When paused, msg holds the Paused condition's
+ * message ("Cluster spec.paused is set to true, Machine has the
+ * cluster.x-k8s.io/paused annotation"). */
+bool capi_paused(const json_t *cluster, const json_t *obj, char *msg, size_t size);
+/* Set the Paused condition of status st (True "Paused" with msg, or False
+ * "NotPaused"). */
+void capi_set_paused_cond(json_t *st, bool paused, const char *msg, long long generation, const char *now);
+/* Write the Paused condition (True) of a paused obj: 0 nothing to write, 1
+ * written, or a negative errno. */
+int capi_write_paused(struct hub *h, const struct kube_kind *k, const json_t *obj, const char *msg, ah_err *err);
 
 /* An owner reference to obj (apiVersion, kind, name, uid), new. */
 json_t *capi_owner_ref(const json_t *obj, bool controller);

@@ -424,6 +424,7 @@ def test_machinedeployment_scale_2_3_1(module_hub, ns):
     assert_quiet(hub, ns, [(MD, "workers"), (MS, msname)] + [(MACHINE, m["metadata"]["name"]) for m in machines])
 
     # 2 -> 3: one more Machine with its clones, in the same MachineSet.
+    # (spec.replicas is what the scale subresource writes.)
     patch(hub, ns, MD, "workers", {"spec": {"replicas": 3}})
     machines3 = md_machines(hub, ns, "workers", 3)
     assert {m["metadata"]["labels"]["cluster.x-k8s.io/set-name"] for m in machines3} == {msname}
@@ -502,6 +503,8 @@ def test_cluster_deletion_order(module_hub, ns):
     wait_for(lambda: deleting(hub, ns, MD, "workers"), timeout=TIMEOUT, what="MachineDeployment deleting")
     cl = wait_obj(hub, ns, CLUSTER, "c", lambda o: o["status"].get("phase") == "Deleting", "Deleting")
     assert "cluster.cluster.x-k8s.io" in cl["metadata"]["finalizers"]
+    assert cond(cl, "Deleting")["status"] == "True"
+    assert cond(cl, "Deleting")["reason"] == "WaitingForWorkersDeletion"
     # While a worker is left, the control plane and the infra cluster stay.
     assert not deleting(hub, ns, OACP, "cp") and not deleting(hub, ns, M3C, "m3c")
 
@@ -512,11 +515,14 @@ def test_cluster_deletion_order(module_hub, ns):
     # Then the control plane; the infra cluster waits for it.
     wait_for(lambda: deleting(hub, ns, OACP, "cp"), timeout=TIMEOUT, what="control plane deleting")
     assert not deleting(hub, ns, M3C, "m3c")
+    wait_obj(hub, ns, CLUSTER, "c", lambda o: cond(o, "Deleting")["reason"] == "WaitingForControlPlaneDeletion",
+             "WaitingForControlPlaneDeletion")
     patch(hub, ns, OACP, "cp", {"metadata": {"finalizers": None}})
     wait_gone(hub, ns, OACP, "cp")
     # Then the infra cluster; the Cluster waits for it.
     wait_for(lambda: deleting(hub, ns, M3C, "m3c"), timeout=TIMEOUT, what="infra cluster deleting")
-    assert get(hub, ns, CLUSTER, "c", check=False) is not None
+    wait_obj(hub, ns, CLUSTER, "c", lambda o: cond(o, "Deleting")["reason"] == "WaitingForInfrastructureDeletion",
+             "WaitingForInfrastructureDeletion")
     patch(hub, ns, M3C, "m3c", {"metadata": {"finalizers": None}})
     wait_gone(hub, ns, CLUSTER, "c")
 
@@ -548,3 +554,40 @@ def test_machinedeployment_missing_template_is_reported_then_recovers(module_hub
 
     templates(hub, ns, boot=False)
     md_machines(hub, ns, "workers", 1)
+
+
+def test_paused_cluster_and_annotation(module_hub, ns):
+    """Cluster spec.paused (or the cluster.x-k8s.io/paused annotation) stops every
+    reconcile of its objects, with the Paused condition saying why."""
+    hub = module_hub
+    c = cluster_obj(ns, "c", infra=None, cp=None)
+    c["spec"]["paused"] = True
+    hub.apply_obj(c)
+    templates(hub, ns)
+    hub.apply_obj(md_obj(ns, "workers", "c", 1))
+    hub.apply_obj(obj(f"{BOOT_GROUP}/v1alpha2", "OpenshiftAssistedConfig", ns, "m1", {}))
+    hub.apply_obj(obj(f"{INFRA_GROUP}/v1beta1", "Metal3Machine", ns, "m1", {}))
+    hub.apply_obj(machine_obj(ns, "m1"))
+
+    for res, name in ((CLUSTER, "c"), (MD, "workers"), (MACHINE, "m1")):
+        o = wait_obj(hub, ns, res, name, lambda o: cond(o, "Paused"), "Paused condition")
+        p = cond(o, "Paused")
+        assert p["status"] == "True" and p["reason"] == "Paused"
+        assert p["message"] == "Cluster spec.paused is set to true"
+        assert not o["metadata"].get("finalizers")
+    assert not items(hub, ns, MS)
+    assert not owner(get(hub, ns, OAC, "m1"), "Machine")
+
+    # Unpaused: everything goes on; the Machine's own annotation still holds it.
+    hub.kubectl("-n", ns, "annotate", MACHINE, "m1", "cluster.x-k8s.io/paused=")
+    patch(hub, ns, CLUSTER, "c", {"spec": {"paused": False}})
+    md_machines(hub, ns, "workers", 1)
+    wait_obj(hub, ns, CLUSTER, "c", lambda o: cond(o, "Paused")["status"] == "False", "not paused")
+    m = wait_obj(hub, ns, MACHINE, "m1", lambda o: cond(o, "Paused")["message"] ==
+                 "Machine has the cluster.x-k8s.io/paused annotation", "paused by its annotation")
+    assert not m["metadata"].get("finalizers")
+    hub.kubectl("-n", ns, "annotate", MACHINE, "m1", "cluster.x-k8s.io/paused-")
+    m = wait_obj(hub, ns, MACHINE, "m1", lambda o: cond(o, "Paused")["status"] == "False"
+                 and o["metadata"].get("finalizers"), "unpaused")
+    assert cond(m, "Paused")["reason"] == "NotPaused"
+    wait_obj(hub, ns, OAC, "m1", lambda o: owner(o, "Machine"), "owner Machine")
