@@ -29,6 +29,10 @@ struct machine {
 	char *image;         /* virtual media */
 	bool inserted, write_protected;
 	bool disk_installed;
+	/* What the ironic agent's write_image put on the disk: the image URL (never
+	 * downloaded) and the config drive ({meta_data, user_data, network_data}). */
+	char *disk_image;
+	json_t *disk_configdrive;
 	unsigned gen;
 	enum bmc_boot boot;
 	char *boot_image;
@@ -138,6 +142,8 @@ void bmc_free(struct bmc *b)
 	for (unsigned i = 0; b->m && i < b->n; i++) {
 		free(b->m[i].image);
 		free(b->m[i].boot_image);
+		free(b->m[i].disk_image);
+		json_decref(b->m[i].disk_configdrive);
 		ipa_reset(&b->m[i]);
 	}
 	if (b->auth) {
@@ -247,6 +253,18 @@ int bmc_machine_power(struct bmc *b, unsigned i, struct bmc_power *ret)
 	ret->boot = b->m[i].boot;
 	ret->image = NULL;
 	ret->start_assisted = b->m[i].assist;
+	ret->disk_user_data = NULL;
+	ret->disk_meta_data = NULL;
+	if (b->m[i].boot == BMC_BOOT_HDD && b->m[i].disk_configdrive) {
+		const json_t *cd = b->m[i].disk_configdrive;
+		const char *ud = json_string_value(json_object_get(cd, "user_data"));
+
+		if (ud && !(ret->disk_user_data = strdup(ud)))
+			r = -ENOMEM;
+		if (json_is_object(json_object_get(cd, "meta_data")) &&
+		    !(ret->disk_meta_data = json_dumps(json_object_get(cd, "meta_data"), JSON_COMPACT | JSON_SORT_KEYS)))
+			r = -ENOMEM;
+	}
 	if (b->m[i].boot_image && !(ret->image = strdup(b->m[i].boot_image)))
 		r = -ENOMEM;
 	pthread_mutex_unlock(&b->lock);
@@ -275,6 +293,11 @@ void bmc_set_disk_installed(struct bmc *b, unsigned i, bool installed)
 		return;
 	pthread_mutex_lock(&b->lock);
 	b->m[i].disk_installed = installed;
+	/* An install writes the whole disk: the image and config drive before it are gone. */
+	free(b->m[i].disk_image);
+	b->m[i].disk_image = NULL;
+	json_decref(b->m[i].disk_configdrive);
+	b->m[i].disk_configdrive = NULL;
 	pthread_mutex_unlock(&b->lock);
 }
 
@@ -887,7 +910,7 @@ static void ipa_handle(struct bmc *b, struct machine *m, const char *rest, const
 		set_body(r, json_incref(c));
 		return;
 	}
-	if (strcmp(rest, "/v1/commands")) {
+	if (strcmp(rest, "/v1/commands") && strcmp(rest, "/v1/commands/")) { /* Ironic's client adds the slash */
 		ipa_error(r, 404, "NotFound", "Not found", rest);
 		return;
 	}
@@ -926,7 +949,40 @@ static void ipa_handle(struct bmc *b, struct machine *m, const char *rest, const
 						    : "start_assisted_install already ran in this boot");
 			goto out;
 		}
-		if (step && !strcmp(step, "start_assisted_install")) {
+		if (step && !strcmp(step, "write_image")) {
+			/* Ironic's direct deploy: the image goes on the disk with its config
+			 * drive.  The image URL is recorded, not fetched. */
+			const json_t *args = json_object_get(json_object_get(params, "step"), "args");
+			const json_t *info = json_object_get(args, "image_info");
+			const char *url = json_string_value(json_array_get(json_object_get(info, "urls"), 0));
+			const json_t *cd = json_object_get(args, "configdrive");
+
+			if (!url || !*url || (cd && !json_is_object(cd))) {
+				c = ipa_record(m, dot + 1, params, "FAILED", NULL);
+				if (c)
+					json_object_set_new(c, "command_error",
+							    json_pack("{s:s, s:i, s:s, s:s}", "type", "InvalidCommandParamsError",
+								      "code", 400, "message", "Invalid image_info",
+								      "details", !url || !*url ? "image_info.urls is empty"
+											       : "configdrive is not an object"));
+			} else {
+				char *u = strdup(url);
+
+				c = u ? ipa_record(m, dot + 1, params, "SUCCEEDED",
+						   json_pack("{s:{s:s, s:s, s:i}}", "deploy_result", "step", "write_image",
+							     "interface", "deploy", "priority", 80))
+				      : NULL;
+				if (c) {
+					free(m->disk_image);
+					m->disk_image = u;
+					json_decref(m->disk_configdrive);
+					m->disk_configdrive = cd ? json_deep_copy(cd) : NULL;
+					m->disk_installed = true;
+				} else {
+					free(u);
+				}
+			}
+		} else if (step && !strcmp(step, "start_assisted_install")) {
 			c = ipa_record(m, dot + 1, params, "RUNNING", NULL);
 			if (c) {
 				m->assist = m->assist_running = true;

@@ -45,7 +45,12 @@
  *                                      "command_error", "command_result"}
  *   POST /ipa/{id}/v1/commands         {"name": "<ext>.<cmd>", "params": {...}}:
  *        deploy.get_deploy_steps       SUCCEEDED, CoreOSInstallHardwareManager's steps
- *        deploy.execute_deploy_step    params.step.step "start_assisted_install": RUNNING, the
+ *        deploy.execute_deploy_step    params.step.step "write_image" (Ironic's direct deploy, args
+ *                                      image_info {urls...} and configdrive {meta_data, user_data,
+ *                                      network_data}): SUCCEEDED at once, the disk now holds the
+ *                                      image (its URL recorded, never fetched) and the config drive;
+ *                                      a boot from disk then runs the config drive's user_data
+ *                                      (simulate.h); "start_assisted_install": RUNNING, the
  *                                      machine starts its assisted agent; SUCCEEDED when that
  *                                      agent exits (the install reached Rebooting), FAILED if
  *                                      the install failed; another step: FAILED; 409 while one runs
@@ -132,8 +137,11 @@ struct bmc_power {
 	enum bmc_boot boot;
 	char *image;         /* BMC_BOOT_CD: the image URL (malloc'd), else NULL */
 	bool start_assisted; /* this boot's ironic agent was told to run start_assisted_install */
+	char *disk_user_data; /* BMC_BOOT_HDD of a disk written by write_image: its config drive's
+			       * user_data (malloc'd), else NULL */
+	char *disk_meta_data; /* ... and its meta_data as JSON text (malloc'd), else NULL */
 };
-/* Machine i's state (caller frees ret->image).  0, -EINVAL (no such machine), -ENOMEM. */
+/* Machine i's state (caller frees ret->image, disk_user_data, disk_meta_data).  0, -EINVAL (no such machine), -ENOMEM. */
 int bmc_machine_power(struct bmc *b, unsigned i, struct bmc_power *ret);
 /* Up to max indexes of machines whose power changed since the last call (each once),
  * in the order they changed; returns how many. */

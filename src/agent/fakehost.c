@@ -567,7 +567,18 @@ int fakehost_config_from_ignition(const char *ign_json, struct fakehost_config *
 		if (!strcmp(json_string_value(json_object_get(u, "name")) ?: "", "agent.service"))
 			contents = json_string_value(json_object_get(u, "contents"));
 	if (!contents) {
-		ah_err_set(err, EINVAL, 0, "", "ignition has no agent.service unit");
+		/* A deploy ramdisk runs only the ironic agent. */
+		if ((r = ipa_config(ign, &c, err)) < 0)
+			goto out;
+		if (!c.ipa_api_url) {
+			r = ah_err_set(err, EINVAL, 0, "", "ignition has no agent.service unit (nor the ironic agent)");
+			goto out;
+		}
+		if (!(c.agent_version = strdup("")) || !(c.token = strdup("")))
+			goto oom;
+		*ret = c;
+		memset(&c, 0, sizeof(c));
+		r = 0;
 		goto out;
 	}
 	for (const char *line = contents; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {

@@ -78,7 +78,9 @@ struct fakehost_config {
 	bool ipa_insecure;
 };
 
-/* Parse ign_json.  0, -EINVAL (no agent.service, no --url/--infra-env-id, bad JSON or
+/* Parse ign_json.  An Ignition without agent.service that runs the ironic agent (a
+ * deploy ramdisk) gives service_url and infra_env_id NULL and the ipa_* fields set.
+ * 0, -EINVAL (no agent.service nor ironic agent, no --url/--infra-env-id, bad JSON or
  * data URL; message in err) or -ENOMEM.  On success the caller releases *ret. */
 int fakehost_config_from_ignition(const char *ign_json, struct fakehost_config *ret, ah_err *err);
 void fakehost_config_release(struct fakehost_config *c);

@@ -1147,6 +1147,8 @@ static int source_setup(struct sim *s, struct source *src, ah_err *err)
 	size_t ul;
 
 	url = s->o->service_url ? s->o->service_url : src->cfg.service_url;
+	if (!url || !src->cfg.infra_env_id)
+		return 0; /* a deploy ramdisk: only the ironic agent runs */
 	ul = strlen(url);
 	while (ul > 0 && url[ul - 1] == '/')
 		ul--;
@@ -1364,6 +1366,46 @@ static void on_ipa(struct sim *s, struct host *h, bool ok, long code)
 	}
 }
 
+/* A disk written by the ironic agent's write_image boots: cloud-init style, the
+ * config drive's user_data runs.  An Ignition that starts the assisted agent (a
+ * discovery Ignition, as CAPOA's bootstrap data is) makes the machine a discovery
+ * host of that InfraEnv; anything else boots an OS that runs no agent.  The meta_data
+ * the node's configdrive-metadata.service would export (METADATA_NAME,
+ * METADATA_LOCAL_HOSTNAME, METADATA_UUID, ...) is logged. */
+static void boot_config_drive(struct sim *s, struct host *h, const char *user_data, const char *meta_data)
+{
+	struct source *src = calloc(1, sizeof(*src));
+	json_t *md = meta_data ? json_loads(meta_data, 0, NULL) : NULL;
+	ah_err err = { 0 };
+	int r;
+
+	fprintf(stderr, "simulate: machine %s boots its disk; config drive meta_data: METADATA_NAME=%s "
+		"METADATA_LOCAL_HOSTNAME=%s METADATA_UUID=%s\n", h->id, jstr(md, "name") ? jstr(md, "name") : "",
+		jstr(md, "local-hostname") ? jstr(md, "local-hostname") : "", jstr(md, "uuid") ? jstr(md, "uuid") : "");
+	json_decref(md);
+	r = src ? fakehost_config_from_ignition(user_data, &src->cfg, &err) : -ENOMEM;
+	if (r >= 0 && !src->cfg.infra_env_id)
+		r = ah_err_set(&err, EINVAL, 0, "", "it starts no assisted agent");
+	if (r >= 0)
+		r = source_setup(s, src, &err);
+	if (r < 0) {
+		fprintf(stderr, "simulate: machine %s: the config drive's user_data runs no discovery agent (%s)\n",
+			h->id, err.message);
+		if (src && r != -ENOMEM)
+			source_free(src);
+		else
+			free(src);
+		return;
+	}
+	h->bsrc = src;
+	h->rebooted = false;
+	h->stages = NULL;
+	h->nstages = h->stage_pos = 0;
+	h->phase = PH_REGISTER;
+	set_state(s, h, SIM_UNREGISTERED);
+	make_ready(s, h, PEND_LOOP);
+}
+
 /* Machine h's BMC changed its power: apply what it now runs. */
 static void bmc_apply(struct sim *s, struct host *h)
 {
@@ -1382,6 +1424,8 @@ static void bmc_apply(struct sim *s, struct host *h)
 			make_ready(s, h, PEND_LOOP);
 		}
 		free(p.image);
+		free(p.disk_user_data);
+		free(p.disk_meta_data);
 		return;
 	}
 	h->bmc_gen = p.gen;
@@ -1389,6 +1433,8 @@ static void bmc_apply(struct sim *s, struct host *h)
 	if (!p.on) {
 		set_state(s, h, SIM_OFF);
 		free(p.image);
+		free(p.disk_user_data);
+		free(p.disk_meta_data);
 		return;
 	}
 	s->boots++;
@@ -1408,6 +1454,8 @@ static void bmc_apply(struct sim *s, struct host *h)
 		if (h->stages && h->stage_pos < h->nstages) {
 			set_state(s, h, SIM_INSTALLING);
 			schedule(s, h, (int64_t)s->o->stage_seconds * 1000, PEND_STAGE);
+		} else if (p.disk_user_data) {
+			boot_config_drive(s, h, p.disk_user_data, p.disk_meta_data);
 		}
 		break;
 	case BMC_BOOT_NONE:
@@ -1415,6 +1463,8 @@ static void bmc_apply(struct sim *s, struct host *h)
 		break;
 	}
 	free(p.image);
+	free(p.disk_user_data);
+	free(p.disk_meta_data);
 }
 
 static void start_download(struct sim *s, struct host *h)

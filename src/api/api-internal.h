@@ -7,6 +7,8 @@
 
 /* Agent API (agentapi.c), image service (imagesvc.c), events (events.c). */
 enum http_result hub_agentapi(struct hub *h, struct http_req *req, bool *handled);
+/* The ironic agent's lookup and heartbeat (ironicapi.c, controllers/ironic.h). */
+enum http_result hub_ironic_api(struct hub *h, struct http_req *req, bool *handled);
 enum http_result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled);
 /* GET/HEAD $API/infra-envs/<id>/downloads/files (discovery.ign, ipxe-script). */
 enum http_result hub_downloads(struct hub *h, struct http_req *req, bool *handled);

@@ -390,6 +390,97 @@ static enum http_result serve_artifact(struct hub *h, struct http_req *req, cons
 	return serve(req, s, area.length, strcmp(which, "kernel") == 0 ? "vmlinuz" : "rootfs.img");
 }
 
+/* The deploy ramdisk of disk image deploys (controllers/ironic.h): a live
+ * ISO whose Ignition runs only the ironic agent, pointed at the hub's Ironic
+ * API (the agent API base).  The same for every host: the agent finds its
+ * node by MAC (lookup) and gets its token there, so the image holds no
+ * secret and needs no key. */
+static const char IRONIC_AGENT_UNIT[] =
+	"[Unit]\n"
+	"Description=Ironic agent (deploy ramdisk)\n"
+	"Wants=network-online.target\n"
+	"After=network-online.target\n"
+	"[Service]\n"
+	"TimeoutStartSec=0\n"
+	"Restart=on-failure\n"
+	"ExecStart=/usr/bin/podman run --rm --privileged --network host --name ironic-agent "
+	"-v /dev:/dev -v /sys:/sys -v /etc/ironic-python-agent.conf:/etc/ironic-python-agent/ignition.conf:z "
+	"quay.io/metal3-io/ironic-agent-image:latest\n"
+	"[Install]\n"
+	"WantedBy=multi-user.target\n";
+
+static char *data_url(const char *text)
+{
+	char *b = util_base64_encode(text, strlen(text)), *u = NULL;
+
+	if (b && asprintf(&u, "data:text/plain;charset=utf-8;base64,%s", b) < 0)
+		u = NULL;
+	free(b);
+	return u;
+}
+
+static enum http_result serve_ironic_iso(struct hub *h, struct http_req *req)
+{
+	const struct os_image *os = hub_pick_os_image(h, http_query(req, "version"), http_query(req, "arch"));
+	char *conf = NULL, *curl = NULL, *caurl = NULL, *ign = NULL, msg[2048];
+	unsigned char *payload = NULL;
+	size_t plen = 0;
+	uint64_t area_len = 0;
+	json_t *doc = NULL;
+	struct stream *s;
+	ah_err err = { 0 };
+	int r;
+
+	if (!os)
+		return reply_text(req, 404, "404 page not found");
+	if (hub_os_image_ready(h, os, &area_len, msg, sizeof(msg)) < 0)
+		return hub_reply_error(req, 503, "%s", msg);
+	if (asprintf(&conf, "[DEFAULT]\napi_url = %s\ninsecure = false\n%s", h->service_url,
+		     h->hub_ca_pem ? "cafile = /etc/ironic-python-agent/hub-ca.crt\n" : "") < 0)
+		conf = NULL;
+	curl = conf ? data_url(conf) : NULL;
+	caurl = h->hub_ca_pem ? data_url(h->hub_ca_pem) : NULL;
+	if (curl && (!h->hub_ca_pem || caurl))
+		doc = json_pack("{s:{s:s}, s:{s:[{s:s, s:i, s:b, s:{s:s}}]}, s:{s:[{s:s, s:b, s:s}]}}", "ignition",
+				"version", "3.2.0", "storage", "files", "path", "/etc/ironic-python-agent.conf", "mode",
+				420, "overwrite", 1, "contents", "source", curl, "systemd", "units", "name",
+				"ironic-agent.service", "enabled", 1, "contents", IRONIC_AGENT_UNIT);
+	if (doc && caurl)
+		json_array_append_new(json_object_get(json_object_get(doc, "storage"), "files"),
+				      json_pack("{s:s, s:i, s:b, s:{s:s}}", "path", "/etc/ironic-python-agent/hub-ca.crt",
+						"mode", 420, "overwrite", 1, "contents", "source", caurl));
+	ign = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(doc);
+	free(conf);
+	free(curl);
+	free(caurl);
+	if (!ign)
+		return HTTP_NO;
+	r = ignition_payload_build(ign, strlen(ign), &payload, &plen, &err);
+	free(ign);
+	if (r == 0)
+		r = ignition_payload_check_area(plen, area_len ? area_len : ISO_IGNITION_AREA_SIZE, &err);
+	if (r < 0) {
+		free(payload);
+		return reply_err(req, &err);
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		free(payload);
+		return HTTP_NO;
+	}
+	s->fd = -1;
+	s->kind = SRC_ISO;
+	r = iso_overlay_open(os->path, payload, plen, &s->iso, &err);
+	free(payload);
+	if (r < 0) {
+		free(s);
+		log_warn("image service: %s: %s", os->path, err.message);
+		return hub_reply_error(req, 500, "the OS image %s cannot be read", os->version);
+	}
+	return serve(req, s, iso_overlay_size(s->iso), "ironic-agent.iso");
+}
+
 enum http_result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled)
 {
 	const char *p = req->path;
@@ -405,6 +496,8 @@ enum http_result hub_imagesvc(struct hub *h, struct http_req *req, bool *handled
 	}
 	if (sscanf(p, "/byapikey/%2047[^/]/%127[^/]/%63[^/]/%63s", a, b, c, d) == 4)
 		return serve_iso(h, req, a, b, c, d);
+	if (strcmp(p, "/images/ironic-agent.iso") == 0)
+		return serve_ironic_iso(h, req);
 	if (sscanf(p, "/images/%63[^/]/%127s", c, b) == 2 && strcmp(b, "pxe-initrd") == 0)
 		return serve_initrd(h, req, c);
 	if (sscanf(p, "/boot-artifacts/%63s", c) == 1)

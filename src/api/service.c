@@ -27,6 +27,14 @@ static enum http_result route_agentapi(void *cls, struct http_req *req)
 	return handled ? r : HTTP_NEXT;
 }
 
+static enum http_result route_ironic(void *cls, struct http_req *req)
+{
+	bool handled;
+	enum http_result r = hub_ironic_api(cls, req, &handled);
+
+	return handled ? r : HTTP_NEXT;
+}
+
 static enum http_result route_imagesvc(void *cls, struct http_req *req)
 {
 	bool handled;
@@ -49,6 +57,8 @@ int hub_add_routes(struct hub *h, struct http_router *r)
 		{ NULL, "/byapikey/**", route_imagesvc },
 		{ NULL, "/images/**", route_imagesvc },
 		{ NULL, "/boot-artifacts/**", route_imagesvc },
+		{ NULL, "/v1/lookup", route_ironic },
+		{ NULL, "/v1/heartbeat/*", route_ironic },
 	};
 
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {

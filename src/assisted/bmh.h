@@ -75,6 +75,10 @@ enum bmh_action {
 	BMH_ACT_POWER_ON,
 	BMH_ACT_POWER_OFF,
 	BMH_ACT_REBOOT,
+	/* Steps of a deploy through the ironic agent (bmh.c runs them; bmh_step
+	 * never asks for them): */
+	BMH_ACT_AGENT_COMMAND, /* a command to the ironic agent (write_image, a clean step) */
+	BMH_ACT_BOOT_DISK,     /* power off, eject, boot Hdd continuous, power on */
 };
 
 struct bmh_facts {

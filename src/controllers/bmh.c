@@ -20,7 +20,9 @@
  * the operation is tried again after a back-off; when it answers again the
  * host carries on. */
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,9 @@
 #include "assisted/bmh.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "base/yamljson.h"
 #include "controllers/hub-internal.h"
+#include "controllers/ironic.h"
 #include "controllers/redfish.h"
 #include "kube/api.h"
 #include "kube/registry.h"
@@ -47,6 +51,8 @@ static const char *op_name(enum bmh_action op)
 	case BMH_ACT_POWER_ON: return "power on";
 	case BMH_ACT_POWER_OFF: return "power off";
 	case BMH_ACT_REBOOT: return "reboot";
+	case BMH_ACT_AGENT_COMMAND: return "agent command";
+	case BMH_ACT_BOOT_DISK: return "boot from disk";
 	case BMH_ACT_NONE: break;
 	}
 	return "?";
@@ -55,7 +61,8 @@ static const char *op_name(enum bmh_action op)
 struct bmc_job {
 	char ns[RT_NS_MAX + 1], name[RT_NAME_MAX + 1];
 	enum bmh_action op;
-	char *arg;            /* provision: the image URL; reboot: "hard" or "soft" */
+	char *arg;            /* provision: the image URL; reboot: "hard" or "soft"; agent
+			       * command: {"callback", "token", "name", "params"} (secret) */
 	char *boot_mode;      /* "UEFI" or "Legacy" */
 	char *user, *password;
 	struct rf_conn conn;
@@ -67,8 +74,30 @@ struct bmc_job {
 	struct bmc_job *qnext;  /* waiting for a thread */
 };
 
+/* A node of the hub's Ironic (ironic.h): a BMH whose deploy (or cleaning)
+ * boots the ironic agent, from the boot until the agent's work is done. */
+enum node_phase {
+	NODE_BOOT,     /* the host is being booted on the deploy ramdisk */
+	NODE_WAIT,     /* booted: waiting for the agent's first heartbeat */
+	NODE_DONE,     /* the agent's step is done: boot the disk (or power off) */
+};
+
+struct inode {
+	char ns[RT_NS_MAX + 1], name[RT_NAME_MAX + 1];
+	char uuid[64], mac[18];
+	char purpose[16];     /* "deploy" or "clean": a node made for one is not the other's */
+	char token[65];       /* secret */
+	bool token_given;
+	char callback[IRONIC_CALLBACK_MAX + 1];
+	enum node_phase phase;
+	int64_t since_ms;     /* when the phase began */
+	struct inode *next;
+};
+
 struct bmh_ctl {
 	struct hub *h;
+	struct inode *nodes;  /* under lock */
+	size_t nnodes;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct bmc_job *jobs, *qhead, *qtail;
@@ -89,7 +118,10 @@ static void job_free(struct bmc_job *j)
 {
 	if (!j)
 		return;
-	free(j->arg);
+	if (j->arg) {
+		memset(j->arg, 0, strlen(j->arg));
+		free(j->arg);
+	}
 	free(j->boot_mode);
 	if (j->password) {
 		memset(j->password, 0, strlen(j->password));
@@ -100,11 +132,42 @@ static void job_free(struct bmc_job *j)
 }
 
 /* The BMC work of one job; sets done, err, msg, powered_on. */
+/* The agent command of a job: arg is {"callback", "token", "name", "params"}. */
+static int agent_job(struct bmc_job *j, ah_err *err)
+{
+	json_t *a = json_loads(j->arg ? j->arg : "", 0, NULL);
+	const char *name = jstr(a, "name");
+	char status[16], msg[AH_ERR_MSG_MAX - 64];
+	int r;
+
+	if (!a || !name)
+		r = ah_err_set(err, EINVAL, 0, "", "bad agent command");
+	else
+		r = ironic_agent_command(jstr(a, "callback"), jstr(a, "token"), name, json_object_get(a, "params"),
+					 60, status, sizeof(status), msg, sizeof(msg), err);
+	if (r == 0 && strcmp(status, "SUCCEEDED") != 0)
+		r = ah_err_set(err, EIO, 0, "", "the ironic agent's %s %s%s%s", name,
+			       strcmp(status, "FAILED") == 0 ? "failed" : "did not finish in time", *msg ? ": " : "",
+			       msg);
+	json_decref(a);
+	return r;
+}
+
 static void job_run(struct bmc_job *j)
 {
 	struct rf_system s;
 	ah_err err = { 0 };
-	int r = rf_get_system(&j->conn, &s, &err);
+	int r;
+
+	if (j->op == BMH_ACT_AGENT_COMMAND) {
+		r = agent_job(j, &err);
+		j->err = r;
+		snprintf(j->msg, sizeof(j->msg), "%s", r < 0 ? err.message : "");
+		if (r < 0)
+			log_info("baremetalhost %s/%s: %s", j->ns, j->name, j->msg);
+		return;
+	}
+	r = rf_get_system(&j->conn, &s, &err);
 
 	if (r == 0) {
 		j->powered_on = s.powered_on;
@@ -125,6 +188,21 @@ static void job_run(struct bmc_job *j)
 				r = rf_reset(&j->conn, &s, "On", &err);
 			if (r == 0)
 				j->powered_on = true;
+			break;
+		case BMH_ACT_BOOT_DISK:
+			/* As Ironic ends a direct deploy: off, media out, disk first, on. */
+			if (s.powered_on)
+				r = rf_reset(&j->conn, &s, "ForceOff", &err);
+			if (r == 0 && *s.cd)
+				r = rf_eject(&j->conn, &s, &err);
+			if (r == 0)
+				r = rf_set_boot(&j->conn, &s, "Hdd", "Continuous", j->boot_mode, &err);
+			if (r == 0)
+				r = rf_reset(&j->conn, &s, "On", &err);
+			if (r == 0)
+				j->powered_on = true;
+			break;
+		case BMH_ACT_AGENT_COMMAND:
 			break;
 		case BMH_ACT_DEPROVISION:
 			if (s.powered_on)
@@ -292,6 +370,210 @@ static void job_forget(struct bmh_ctl *ctl, const char *ns, const char *name)
 			break;
 		}
 	pthread_mutex_unlock(&ctl->lock);
+}
+
+/* --- the hub's Ironic: nodes, lookup, heartbeat (ironic.h) ---------------------- */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct inode *node_find(struct bmh_ctl *ctl, const char *ns, const char *name)
+{
+	struct inode *n;
+
+	for (n = ctl->nodes; n; n = n->next)
+		if (strcmp(n->ns, ns) == 0 && strcmp(n->name, name) == 0)
+			return n;
+	return NULL;
+}
+
+static void node_drop(struct bmh_ctl *ctl, const char *ns, const char *name)
+{
+	struct inode **pp, *n;
+
+	pthread_mutex_lock(&ctl->lock);
+	for (pp = &ctl->nodes; (n = *pp); pp = &n->next)
+		if (strcmp(n->ns, ns) == 0 && strcmp(n->name, name) == 0) {
+			*pp = n->next;
+			ctl->nnodes--;
+			explicit_bzero(n->token, sizeof(n->token));
+			free(n);
+			break;
+		}
+	pthread_mutex_unlock(&ctl->lock);
+}
+
+/* A snapshot of a node (the token included: the caller wipes it). */
+struct node_view {
+	enum node_phase phase;
+	int64_t since_ms;
+	char token[65];
+	char callback[IRONIC_CALLBACK_MAX + 1];
+};
+
+/* The BMH's node for purpose, made (in NODE_BOOT, with a new token) when it
+ * has none or one for another purpose.  0, -ENOBUFS (too many), -ENOMEM. */
+static int node_get(struct bmh_ctl *ctl, const char *ns, const char *name, const char *uuid, const char *mac,
+		    const char *purpose, struct node_view *ret)
+{
+	struct inode *n;
+	int r = 0;
+
+	pthread_mutex_lock(&ctl->lock);
+	n = node_find(ctl, ns, name);
+	if (n && strcmp(n->purpose, purpose) != 0) {
+		pthread_mutex_unlock(&ctl->lock);
+		node_drop(ctl, ns, name);
+		pthread_mutex_lock(&ctl->lock);
+		n = NULL;
+	}
+	if (!n) {
+		if (ctl->nnodes >= IRONIC_NODES_MAX) {
+			r = -ENOBUFS;
+		} else if (!(n = calloc(1, sizeof(*n))) || util_random_hex(n->token, 32) < 0) {
+			free(n);
+			n = NULL;
+			r = -ENOMEM;
+		} else {
+			snprintf(n->ns, sizeof(n->ns), "%s", ns);
+			snprintf(n->name, sizeof(n->name), "%s", name);
+			snprintf(n->uuid, sizeof(n->uuid), "%s", uuid);
+			snprintf(n->mac, sizeof(n->mac), "%s", mac ? mac : "");
+			snprintf(n->purpose, sizeof(n->purpose), "%s", purpose);
+			n->phase = NODE_BOOT;
+			n->since_ms = now_ms();
+			n->next = ctl->nodes;
+			ctl->nodes = n;
+			ctl->nnodes++;
+		}
+	}
+	if (n) {
+		ret->phase = n->phase;
+		ret->since_ms = n->since_ms;
+		memcpy(ret->token, n->token, sizeof(ret->token));
+		memcpy(ret->callback, n->callback, sizeof(ret->callback));
+	}
+	pthread_mutex_unlock(&ctl->lock);
+	return r;
+}
+
+static void node_set_phase(struct bmh_ctl *ctl, const char *ns, const char *name, enum node_phase phase)
+{
+	struct inode *n;
+
+	pthread_mutex_lock(&ctl->lock);
+	n = node_find(ctl, ns, name);
+	if (n && n->phase != phase) {
+		n->phase = phase;
+		n->since_ms = now_ms();
+		if (phase == NODE_BOOT) {
+			/* A new boot: a new agent, which looks up (and gets a token) again. */
+			n->callback[0] = 0;
+			n->token_given = false;
+			util_random_hex(n->token, 32);
+		}
+	}
+	pthread_mutex_unlock(&ctl->lock);
+}
+
+static bool mac_eq(const char *a, size_t alen, const char *b)
+{
+	return alen == strlen(b) && strncasecmp(a, b, alen) == 0;
+}
+
+int hub_ironic_lookup(struct hub *h, const char *addresses, json_t **ret)
+{
+	struct bmh_ctl *ctl = h->bmh_ctl;
+	const char *p = addresses;
+	struct inode *n = NULL;
+	char uuid[64], token[65];
+	bool given = false;
+	unsigned k;
+
+	*ret = NULL;
+	if (!ctl || !p || !*p)
+		return -EINVAL;
+	pthread_mutex_lock(&ctl->lock);
+	/* At most 32 addresses are looked at (a host has a few NICs). */
+	for (k = 0; *p && k < 32 && !n; k++) {
+		size_t l = strcspn(p, ",");
+
+		if (l > 0 && l <= 17)
+			for (n = ctl->nodes; n; n = n->next)
+				if (*n->mac && mac_eq(p, l, n->mac))
+					break;
+		p += l;
+		if (*p == ',')
+			p++;
+	}
+	if (n) {
+		snprintf(uuid, sizeof(uuid), "%s", n->uuid);
+		memcpy(token, n->token, sizeof(token));
+		given = n->token_given;
+		n->token_given = true;
+	}
+	pthread_mutex_unlock(&ctl->lock);
+	if (!n)
+		return -ENOENT;
+	/* The token goes to the first lookup of a boot only, as Ironic. */
+	*ret = json_pack("{s:{s:s, s:{}, s:{}, s:{}}, s:{s:i, s:s, s:b, s:b}}", "node", "uuid", uuid, "properties",
+			 "instance_info", "driver_internal_info", "config", "heartbeat_timeout",
+			 IRONIC_HEARTBEAT_TIMEOUT, "agent_token", given ? "******" : token, "agent_token_required", 1,
+			 "agent_md5_checksum_enable", 0);
+	explicit_bzero(token, sizeof(token));
+	return *ret ? 0 : -ENOMEM;
+}
+
+static bool callback_ok(const char *cb)
+{
+	size_t l = cb ? strlen(cb) : 0;
+
+	if (l == 0 || l > IRONIC_CALLBACK_MAX || (strncmp(cb, "http://", 7) && strncmp(cb, "https://", 8)))
+		return false;
+	for (; *cb; cb++)
+		if ((unsigned char)*cb <= ' ' || *cb == '?' || *cb == '#' || (unsigned char)*cb >= 0x7f)
+			return false;
+	return true;
+}
+
+int hub_ironic_heartbeat(struct hub *h, const char *uuid, const char *token, const char *callback_url)
+{
+	struct bmh_ctl *ctl = h->bmh_ctl;
+	struct inode *n;
+	char ns[RT_NS_MAX + 1], name[RT_NAME_MAX + 1];
+	bool wake = false;
+	int r = 0;
+
+	if (!ctl || !uuid)
+		return -ENOENT;
+	pthread_mutex_lock(&ctl->lock);
+	for (n = ctl->nodes; n; n = n->next)
+		if (strcmp(n->uuid, uuid) == 0)
+			break;
+	if (!n) {
+		r = -ENOENT;
+	} else if (!n->token_given || !token || strlen(token) != strlen(n->token) ||
+		   CRYPTO_memcmp(token, n->token, strlen(n->token)) != 0) {
+		r = -EACCES;
+	} else if (!callback_ok(callback_url)) {
+		r = -EINVAL;
+	} else if (strcmp(n->callback, callback_url) != 0) {
+		snprintf(n->callback, sizeof(n->callback), "%s", callback_url);
+		snprintf(ns, sizeof(ns), "%s", n->ns);
+		snprintf(name, sizeof(name), "%s", n->name);
+		wake = true;
+	}
+	pthread_mutex_unlock(&ctl->lock);
+	if (wake) {
+		log_info("baremetalhost %s/%s: the ironic agent heartbeats from %s", ns, name, callback_url);
+		rt_enqueue(h->c_bmh, ns, name);
+	}
+	return r;
 }
 
 /* --- object writes ------------------------------------------------------------- */
@@ -520,6 +802,286 @@ static const char *status_image_url(const json_t *status)
 	return jstr(json_object_get(json_object_get(status, "provisioning"), "image"), "url");
 }
 
+/* --- deploying a disk image through the ironic agent -------------------------- */
+
+#define DEPLOY_WAIT_MS (15 * 60 * 1000)  /* the agent must heartbeat within this of the boot */
+#define DEPLOY_CHECK_MS 10000
+
+/* spec.image names a disk image (not a live ISO): Ironic's direct deploy. */
+static bool image_deploy(const json_t *spec)
+{
+	const json_t *img = json_object_get(spec, "image");
+	const char *url = jstr(img, "url"), *fmt = jstr(img, "format");
+
+	return url && *url && !same_str(fmt, "live-iso");
+}
+
+/* The text under the first key of keys present in Secret ns/name (decoded).
+ * 0 with *ret malloc'd (NUL-terminated); -ENOENT (no Secret or no key) or
+ * -EINVAL with msg. */
+static int secret_text(struct hub *h, const char *ns, const char *field, const json_t *ref, const char *const *keys,
+		       char **ret, char *msg, size_t size)
+{
+	const char *sname = jstr(ref, "name"), *sns = jstr(ref, "namespace"), *v = NULL;
+	json_t *sec = NULL;
+	ah_err err = { 0 };
+	unsigned char *buf = NULL;
+	size_t len = 0;
+
+	*ret = NULL;
+	if (!sname || !*sname) {
+		snprintf(msg, size, "%s.name is not set", field);
+		return -EINVAL;
+	}
+	if (sns && *sns && strcmp(sns, ns) != 0) {
+		snprintf(msg, size, "%s: the Secret must be in the BareMetalHost's namespace %s, not %s", field, ns, sns);
+		return -EINVAL;
+	}
+	if (kube_get(h->api, h->k_secret, ns, sname, &sec, &err) < 0) {
+		if ((size_t)snprintf(msg, size, "failed to read %s: Secret %s/%s: %s", field, ns, sname, err.message) >=
+		    size)
+			msg[size - 1] = 0;
+		return -ENOENT;
+	}
+	for (; *keys && !v; keys++)
+		v = jstr(json_object_get(sec, "data"), *keys);
+	if (!v || util_base64_decode(v, strlen(v), &buf, &len) < 0) {
+		snprintf(msg, size, "%s: Secret %s/%s has no %s key", field, ns, sname,
+			 strcmp(field, "spec.userData") == 0 ? "\"userData\" (or \"value\")" : keys[-1] ? keys[-1] : "");
+		json_decref(sec);
+		return -ENOENT;
+	}
+	json_decref(sec);
+	*ret = realloc(buf, len + 1);
+	if (!*ret) {
+		free(buf);
+		return -ENOMEM;
+	}
+	(*ret)[len] = 0;
+	return 0;
+}
+
+/* A YAML or JSON object text (metaData, networkData). */
+static json_t *parse_object(const char *text, const char *field, char *msg, size_t size)
+{
+	json_t *all = NULL, *o;
+	ah_err err = { 0 };
+
+	if (yaml_parse_all(text, strlen(text), &all, &err) < 0) {
+		if ((size_t)snprintf(msg, size, "%s: %s", field, err.message) >= size)
+			msg[size - 1] = 0;
+		return NULL;
+	}
+	o = json_array_get(all, 0);
+	if (!o && json_array_size(all) == 0) {
+		json_decref(all);
+		return json_object();
+	}
+	if (!json_is_object(o)) {
+		snprintf(msg, size, "%s: not a YAML or JSON object", field);
+		json_decref(all);
+		return NULL;
+	}
+	json_incref(o);
+	json_decref(all);
+	return o;
+}
+
+/* The params of the write_image deploy step (image_info and the config drive
+ * as Ironic hands them to the agent), or NULL with msg (the BMH's
+ * provisioning error). */
+static json_t *deploy_params(struct pass *p, char *msg, size_t size)
+{
+	static const char *const user_keys[] = { "userData", "value", NULL };
+	static const char *const meta_keys[] = { "metaData", NULL };
+	static const char *const net_keys[] = { "networkData", NULL };
+	const json_t *spec = json_object_get(p->bmh, "spec"), *img = json_object_get(spec, "image");
+	const char *uid = jstr(json_object_get(p->bmh, "metadata"), "uid");
+	const char *url = jstr(img, "url"), *sum = jstr(img, "checksum"), *type = jstr(img, "checksumType");
+	const char *fmt = jstr(img, "format");
+	char *text = NULL;
+	json_t *meta = NULL, *net = NULL, *info, *cd, *params = NULL;
+	int r;
+
+	if (!type)
+		type = "";
+	if (strcmp(type, "") && strcmp(type, "md5") && strcmp(type, "sha256") && strcmp(type, "sha512") &&
+	    strcmp(type, "auto")) {
+		snprintf(msg, size, "spec.image.checksumType: unknown checksum type %s (want md5, sha256, sha512 or auto)",
+			 type);
+		return NULL;
+	}
+	if (!sum || !*sum) {
+		snprintf(msg, size, "spec.image.checksum is required for an image of format %s", fmt && *fmt ? fmt : "\"\"");
+		return NULL;
+	}
+	if (fmt && *fmt && strcmp(fmt, "raw") && strcmp(fmt, "qcow2") && strcmp(fmt, "vdi") && strcmp(fmt, "vmdk")) {
+		snprintf(msg, size, "spec.image.format: unknown image format %s (want raw, qcow2, vdi, vmdk or live-iso)",
+			 fmt);
+		return NULL;
+	}
+	/* The config drive's meta_data: what BMO gives Ironic, the metaData
+	 * Secret's keys over it. */
+	meta = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "uuid", uid ? uid : "", "metal3-namespace", p->ns,
+			 "metal3-name", p->name, "local-hostname", p->name, "local_hostname", p->name, "name", p->name);
+	if (json_object_get(spec, "metaData")) {
+		json_t *extra;
+
+		if (secret_text(p->h, p->ns, "spec.metaData", json_object_get(spec, "metaData"), meta_keys, &text, msg,
+				size) < 0)
+			goto out;
+		extra = parse_object(text, "spec.metaData", msg, size);
+		free(text);
+		text = NULL;
+		if (!extra)
+			goto out;
+		json_object_update(meta, extra);
+		json_decref(extra);
+	}
+	if (json_object_get(spec, "networkData")) {
+		if (secret_text(p->h, p->ns, "spec.networkData", json_object_get(spec, "networkData"), net_keys, &text,
+				msg, size) < 0)
+			goto out;
+		net = parse_object(text, "spec.networkData", msg, size);
+		free(text);
+		text = NULL;
+		if (!net)
+			goto out;
+	}
+	if (json_object_get(spec, "userData")) {
+		r = secret_text(p->h, p->ns, "spec.userData", json_object_get(spec, "userData"), user_keys, &text, msg,
+				size);
+		if (r < 0)
+			goto out;
+	}
+	cd = json_pack("{s:O, s:s}", "meta_data", meta, "user_data", text ? text : "");
+	if (cd && net)
+		json_object_set(cd, "network_data", net);
+	info = json_pack("{s:s, s:[s], s:s, s:s, s:b, s:s, s:s}", "id", url, "urls", url, "container_format", "bare",
+			 "image_type", "whole-disk", "stream_raw_images", 1, "node_uuid", uid ? uid : "", "checksum", sum);
+	if (info && fmt && *fmt)
+		json_object_set_new(info, "disk_format", json_string(fmt));
+	if (info && (strcmp(type, "sha256") == 0 || strcmp(type, "sha512") == 0)) {
+		json_object_set_new(info, "os_hash_algo", json_string(type));
+		json_object_set_new(info, "os_hash_value", json_string(sum));
+	}
+	if (cd && info)
+		params = json_pack("{s:{s:s, s:s, s:i, s:{s:O, s:O}}, s:{s:s, s:{s:s}, s:{}}, s:[], s:s}", "step",
+				   "interface", "deploy", "step", "write_image", "priority", 80, "args", "image_info", info,
+				   "configdrive", cd, "node", "uuid", uid ? uid : "", "instance_info", "image_source", url,
+				   "properties", "ports", "deploy_version", "1");
+	if (params && json_object_get(spec, "rootDeviceHints"))
+		json_object_set(json_object_get(json_object_get(params, "node"), "properties"), "root_device",
+				json_object_get(spec, "rootDeviceHints"));
+	json_decref(cd);
+	json_decref(info);
+	if (!params)
+		snprintf(msg, size, "out of memory");
+out:
+	if (text) {
+		memset(text, 0, strlen(text));
+		free(text);
+	}
+	json_decref(meta);
+	json_decref(net);
+	return params;
+}
+
+/* One pass of a disk image deploy (BMH in provisioning): boot the deploy
+ * ramdisk (the hub's ironic agent ISO) from virtual media, wait for its
+ * agent's heartbeat, run the write_image deploy step on it, then boot the
+ * disk: provisioned. */
+static void deploy(struct pass *p)
+{
+	struct bmh_ctl *ctl = p->h->bmh_ctl;
+	const json_t *spec = json_object_get(p->bmh, "spec");
+	const char *uid = jstr(json_object_get(p->bmh, "metadata"), "uid");
+	char msg[AH_ERR_MSG_MAX], url[1024];
+	struct node_view v = { 0 };
+	struct bmc_job res;
+	json_t *params = deploy_params(p, msg, sizeof(msg));
+
+	if (!params) {
+		set_error(p->status, "provisioning error", msg);
+		p->requeue_ms = BMH_RETRY_MS;
+		return;
+	}
+	if (node_get(ctl, p->ns, p->name, uid ? uid : p->name, jstr(spec, "bootMACAddress"), "deploy", &v) < 0) {
+		set_error(p->status, "provisioning error", "too many hosts deploying at once");
+		p->requeue_ms = BMH_RETRY_MS;
+		json_decref(params);
+		return;
+	}
+	switch (v.phase) {
+	case NODE_BOOT:
+		snprintf(url, sizeof(url), "%s/images/ironic-agent.iso?arch=x86_64", p->h->service_url);
+		if (!bmc_do(p, BMH_ACT_PROVISION, url, &res, "provisioning error"))
+			break;
+		if (res.err < 0) {
+			set_error(p->status, "provisioning error", res.msg);
+			p->requeue_ms = BMH_RETRY_MS;
+			break;
+		}
+		set_ok(p->status);
+		json_object_set_new(p->status, "poweredOn", json_true());
+		node_set_phase(ctl, p->ns, p->name, NODE_WAIT);
+		/* The agent may have heartbeated already (it boots fast). */
+		p->requeue_ms = *v.callback ? 1 : DEPLOY_CHECK_MS;
+		break;
+	case NODE_WAIT: {
+		json_t *a;
+		char *arg;
+
+		if (!*v.callback) {
+			if (now_ms() - v.since_ms > DEPLOY_WAIT_MS) {
+				set_error(p->status, "provisioning error",
+					  "timed out waiting for the ironic agent of the deploy ramdisk to heartbeat");
+				node_set_phase(ctl, p->ns, p->name, NODE_BOOT);
+				p->requeue_ms = BMH_RETRY_MS;
+			} else {
+				p->requeue_ms = DEPLOY_CHECK_MS;
+			}
+			break;
+		}
+		a = json_pack("{s:s, s:s, s:s, s:O}", "callback", v.callback, "token", v.token, "name",
+			      "deploy.execute_deploy_step", "params", params);
+		arg = a ? json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		json_decref(a);
+		if (!arg) {
+			p->requeue_ms = BMH_RETRY_MS;
+			break;
+		}
+		if (bmc_do(p, BMH_ACT_AGENT_COMMAND, arg, &res, "provisioning error")) {
+			if (res.err < 0) {
+				set_error(p->status, "provisioning error", res.msg);
+				p->requeue_ms = BMH_RETRY_MS;
+			} else {
+				node_set_phase(ctl, p->ns, p->name, NODE_DONE);
+				p->requeue_ms = 1;
+			}
+		}
+		memset(arg, 0, strlen(arg));
+		free(arg);
+		break;
+	}
+	case NODE_DONE:
+		if (!bmc_do(p, BMH_ACT_BOOT_DISK, NULL, &res, "provisioning error"))
+			break;
+		if (res.err < 0) {
+			set_error(p->status, "provisioning error", res.msg);
+			p->requeue_ms = BMH_RETRY_MS;
+			break;
+		}
+		set_ok(p->status);
+		json_object_set_new(p->status, "poweredOn", json_true());
+		node_drop(ctl, p->ns, p->name);
+		set_state(p->status, BMH_ST_PROVISIONED);
+		break;
+	}
+	explicit_bzero(v.token, sizeof(v.token));
+	json_decref(params);
+}
+
 static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_t *ret_requeue)
 {
 	json_t *bmh = NULL, *status, *ann_patch = json_object();
@@ -536,7 +1098,10 @@ static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_
 	r = kube_get(h->api, h->k_bmh, ns, name, &bmh, &err);
 	if (r < 0) {
 		json_decref(ann_patch);
-		job_forget(h->bmh_ctl, ns, name);
+		if (r == -ENOENT) {
+			job_forget(h->bmh_ctl, ns, name);
+			node_drop(h->bmh_ctl, ns, name);
+		}
 		return r == -ENOENT ? 0 : r;
 	}
 	meta = json_object_get(bmh, "metadata");
@@ -561,6 +1126,8 @@ static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_
 	state = jstr(json_object_get(status, "provisioning"), "state");
 	if (!state)
 		state = BMH_ST_NONE;
+	if (!state_is(state, BMH_ST_PROVISIONING))
+		node_drop(h->bmh_ctl, ns, name); /* no agent of ours runs on it any more */
 	if (!json_object_get(status, "poweredOn"))
 		json_object_set_new(status, "poweredOn", json_false());
 	if (!json_object_get(status, "operationalStatus"))
@@ -636,10 +1203,18 @@ static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_
 						json_object_get(spec, "image"));
 				json_object_set_new(json_object_get(status, "provisioning"), "bootMode",
 						    json_string(jstr(spec, "bootMode") ? jstr(spec, "bootMode") : "UEFI"));
+				if (json_object_get(spec, "rootDeviceHints"))
+					json_object_set(json_object_get(status, "provisioning"), "rootDeviceHints",
+							json_object_get(spec, "rootDeviceHints"));
+				if (same_str(jstr(json_object_get(status, "provisioning"), "ID"), ""))
+					json_object_set_new(json_object_get(status, "provisioning"), "ID",
+							    json_string(jstr(meta, "uid") ? jstr(meta, "uid") : ""));
 			}
 			if (strcmp(step.next, BMH_ST_DEPROVISIONING) == 0)
 				set_ok(status);
 			set_state(status, step.next);
+		} else if (step.action == BMH_ACT_PROVISION && image_deploy(spec)) {
+			deploy(&p);
 		} else if (step.action) {
 			etype = step.action == BMH_ACT_REGISTER ? "registration error"
 				: step.action == BMH_ACT_PROVISION || step.action == BMH_ACT_DEPROVISION
@@ -810,6 +1385,13 @@ void hub_bmh_stop(struct hub *h)
 	while ((j = ctl->jobs)) {
 		ctl->jobs = j->next;
 		job_free(j);
+	}
+	while (ctl->nodes) {
+		struct inode *n = ctl->nodes;
+
+		ctl->nodes = n->next;
+		explicit_bzero(n->token, sizeof(n->token));
+		free(n);
 	}
 	free(ctl->threads);
 	pthread_mutex_destroy(&ctl->lock);
