@@ -499,6 +499,8 @@ static int fetch_ignition(struct capoa *cp, const char *url, char **ret, size_t 
 	CURLcode cr;
 	CURL *c;
 
+	bool extra = is_set(cp->h->hub_ca_pem) || is_set(bundle);
+
 	if (asprintf(&cas, "%s\n%s\n", cp->h->hub_ca_pem ? cp->h->hub_ca_pem : "", bundle ? bundle : "") < 0)
 		cas = NULL;
 	free(bundle);
@@ -518,7 +520,7 @@ static int fetch_ignition(struct capoa *cp, const char *url, char **ret, size_t 
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, FETCH_CONNECT_MS);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, FETCH_TIMEOUT_MS);
 	curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)FETCH_MAX);
-	if (*cas != '\n' || cas[1]) {
+	if (extra) {
 		/* The hub's CA and the bundle, besides the system roots (CAPATH). */
 		struct curl_blob blob = { .data = cas, .len = strlen(cas), .flags = CURL_BLOB_COPY };
 
