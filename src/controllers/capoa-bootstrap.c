@@ -368,6 +368,8 @@ static int write_status(struct capoa *cp, const json_t *oac, const struct pass *
 
 /* --- finalizer ----------------------------------------------------------------------- */
 
+/* Add (present) or remove the finalizer: 0 when nothing was to do, 1 when
+ * written, -ENOENT when the object is gone, or another negative errno. */
 static int set_finalizer(struct capoa *cp, const json_t *oac, bool present)
 {
 	const json_t *fins = json_object_get(meta(oac), "finalizers"), *f;
@@ -399,7 +401,7 @@ static int set_finalizer(struct capoa *cp, const json_t *oac, bool present)
 	json_decref(ret);
 	if (r < 0 && err.status == 404)
 		return -ENOENT;
-	return r;
+	return r < 0 ? r : 1;
 }
 
 /* --- the ignition fetch ------------------------------------------------------------ */
@@ -497,6 +499,8 @@ static int fetch_ignition(struct capoa *cp, const char *url, char **ret, size_t 
 	CURLcode cr;
 	CURL *c;
 
+	bool extra = is_set(cp->h->hub_ca_pem) || is_set(bundle);
+
 	if (asprintf(&cas, "%s\n%s\n", cp->h->hub_ca_pem ? cp->h->hub_ca_pem : "", bundle ? bundle : "") < 0)
 		cas = NULL;
 	free(bundle);
@@ -516,7 +520,7 @@ static int fetch_ignition(struct capoa *cp, const char *url, char **ret, size_t 
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, FETCH_CONNECT_MS);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, FETCH_TIMEOUT_MS);
 	curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)FETCH_MAX);
-	if (*cas != '\n' || cas[1]) {
+	if (extra) {
 		/* The hub's CA and the bundle, besides the system roots (CAPATH). */
 		struct curl_blob blob = { .data = cas, .len = strlen(cas), .flags = CURL_BLOB_COPY };
 
@@ -726,9 +730,14 @@ static struct rt_result reconcile_delete(struct capoa *cp, const json_t *oac, co
 	const char *ns = jstr(meta(oac), "namespace");
 	json_t *ret = NULL;
 	ah_err err = { 0 };
+	const json_t *f;
+	bool ours = false;
+	size_t i;
 	int r;
 
-	if (!json_array_size(json_object_get(meta(oac), "finalizers")))
+	json_array_foreach(json_object_get(meta(oac), "finalizers"), i, f)
+		ours |= json_string_value(f) && strcmp(json_string_value(f), OAC_FINALIZER) == 0;
+	if (!ours)
 		return rt_done();
 	if (machine && has_label(machine, LABEL_CONTROL_PLANE) && !deleting(machine)) {
 		log_warn("openshiftassistedconfig %s/%s: control plane config deleted while its Machine %s is not",
@@ -740,7 +749,7 @@ static struct rt_result reconcile_delete(struct capoa *cp, const json_t *oac, co
 	if (r < 0 && err.status != 404)
 		return rt_error(r);
 	r = set_finalizer(cp, oac, false);
-	return r == -ENOENT ? rt_done() : rt_from_errno(r);
+	return r == -ENOENT ? rt_done() : rt_from_errno(r < 0 ? r : 0);
 }
 
 static struct rt_result oac_reconcile(void *ctx, const struct rt_key *key)
@@ -778,7 +787,7 @@ static struct rt_result oac_reconcile(void *ctx, const struct rt_key *key)
 		res = r == -ENOENT ? rt_done() : rt_error(r);
 		goto out_nostatus;
 	}
-	if (r == 0) {
+	if (r == 1) {
 		json_t *fresh = NULL;
 
 		/* Read again: the status patch is guarded by the version. */
