@@ -90,6 +90,12 @@ static json_t *jget(const json_t *o, const char *path)
 	return cur;
 }
 
+/* A new reference: a deep copy of v when it is an object, else {}. */
+static json_t *copy_obj(const json_t *v)
+{
+	return json_is_object(v) ? json_deep_copy(v) : json_object();
+}
+
 struct kinds {
 	const struct kube_kind *oacp, *oac, *cluster, *machine, *md, *cm;
 };
@@ -135,11 +141,19 @@ static int create(struct hub *h, const struct kube_kind *k, const char *ns, json
 	return r;
 }
 
+/* A controller reference (controller and blockOwnerDeletion true), or a
+ * plain owner reference (neither field), as controller-runtime's
+ * SetControllerReference / SetOwnerReference write them. */
 static json_t *owner_ref(const json_t *obj, const char *api_version, const char *kind, bool controller)
 {
-	return json_pack("{s:s,s:s,s:s,s:s,s:b,s:b}", "apiVersion", api_version, "kind", kind, "name", meta(obj, "name"),
-			 "uid", meta(obj, "uid") ? meta(obj, "uid") : "", "controller", controller, "blockOwnerDeletion",
-			 1);
+	json_t *r = json_pack("{s:s,s:s,s:s,s:s}", "apiVersion", api_version, "kind", kind, "name", meta(obj, "name"),
+			      "uid", meta(obj, "uid") ? meta(obj, "uid") : "");
+
+	if (r && controller) {
+		json_object_set_new(r, "controller", json_true());
+		json_object_set_new(r, "blockOwnerDeletion", json_true());
+	}
+	return r;
 }
 
 /* The control-plane-name label value: the name, or a hash of it past 63
@@ -338,8 +352,8 @@ static const char *kube_version(struct hub *h, const char *ver, const char *imag
 	size_t i;
 
 	if (capoa_parse_version(ver, &v) < 0) {
-		snprintf(why, size, "failed to get k8s version from image %s: distributionVersion %s is not a version",
-			 image, ver ? ver : "");
+		snprintf(why, size, "distributionVersion %s is not a version: no release image %s", ver ? ver : "",
+			 image);
 		return NULL;
 	}
 	for (i = 0; i < hub_os_images_count(h); i++) {
@@ -350,8 +364,8 @@ static const char *kube_version(struct hub *h, const char *ver, const char *imag
 	}
 	kube = capoa_kube_version(v.major, v.minor);
 	if (i == hub_os_images_count(h) || !kube) {
-		snprintf(why, size, "failed to get k8s version from image %s: release image not found: no release of "
-			 "OpenShift %ld.%ld is known to this hub", image, v.major, v.minor);
+		snprintf(why, size, "image not found: %s: no release of OpenShift %ld.%ld is known to this hub", image,
+			 v.major, v.minor);
 		return NULL;
 	}
 	return kube;
@@ -430,19 +444,15 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	}
 	if (!kt || !ki || kube_get(h->api, kt, ns, tname, &tmpl, &err) < 0) {
 		*reason = "InfrastructureTemplateCloningFailed";
-		snprintf(msg, size, "failed to retrieve %.60s %.60s/%.100s: %.200s", tkind, ns, tname,
+		snprintf(msg, size, "error fetching infrastructure template: failed to retrieve %.60s %.60s/%.100s: %.200s",
+			 tkind, ns, tname,
 			 !kt || !ki ? "the kind is not served" : err.message);
 		json_decref(labels);
 		return -ENOENT;
 	}
 
 	/* The infrastructure machine (CAPI's GenerateTemplate). */
-	l = json_deep_copy(jget(tmpl, "spec.template.metadata.labels") ? jget(tmpl, "spec.template.metadata.labels")
-									: json_object());
-	if (!json_is_object(l)) {
-		json_decref(l);
-		l = json_object();
-	}
+	l = copy_obj(jget(tmpl, "spec.template.metadata.labels"));
 	merge_into(l, labels);
 	a = json_object();
 	merge_into(a, jget(tmpl, "spec.template.metadata.annotations"));
@@ -450,10 +460,10 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	snprintf(gk, sizeof(gk), "%s.%s", tkind, group);
 	json_object_set_new(a, ANN_CLONED_NAME, json_string(tname));
 	json_object_set_new(a, ANN_CLONED_GK, json_string(gk));
-	infra = json_pack("{s:s+++,s:s,s:{s:s,s:s,s:o,s:o,s:[o]},s:O}", "apiVersion", kt->group, "/", kt->version, "",
+	infra = json_pack("{s:s+++,s:s,s:{s:s,s:s,s:o,s:o,s:[o]},s:o}", "apiVersion", kt->group, "/", kt->version, "",
 			  "kind", ikind, "metadata", "name", name, "namespace", ns, "labels", l, "annotations", a,
 			  "ownerReferences", owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "spec",
-			  jget(tmpl, "spec.template.spec") ? jget(tmpl, "spec.template.spec") : json_object());
+			  copy_obj(jget(tmpl, "spec.template.spec")));
 	json_decref(tmpl);
 	if (!infra) {
 		json_decref(labels);
@@ -463,7 +473,7 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	json_decref(infra);
 	if (r < 0) {
 		*reason = "InfrastructureTemplateCloningFailed";
-		snprintf(msg, size, "%.400s", err.message);
+		snprintf(msg, size, "error creating infrastructure clone: %.400s", err.message);
 		json_decref(labels);
 		return r;
 	}
@@ -474,20 +484,18 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	merge_into(l, jget(oacp, "metadata.labels"));
 	merge_into(l, labels);
 	a = json_object();
-	merge_into(a, jget(mt, "metadata.annotations"));
 	merge_into(a, jget(oacp, "metadata.annotations"));
 	json_object_del(a, ANN_CONVERSION);
-	json_object_del(a, "kubectl.kubernetes.io/last-applied-configuration");
-	oac = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o,s:[o]},s:O}", "apiVersion", "bootstrap.cluster.x-k8s.io/v1alpha2",
+	merge_into(a, jget(mt, "metadata.annotations"));
+	oac = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o,s:[o]},s:o}", "apiVersion", "bootstrap.cluster.x-k8s.io/v1alpha2",
 			"kind", "OpenshiftAssistedConfig", "metadata", "name", name, "namespace", ns, "labels", l,
 			"annotations", a, "ownerReferences", owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "spec",
-			json_is_object(jget(oacp, "spec.openshiftAssistedConfigSpec"))
-				? jget(oacp, "spec.openshiftAssistedConfigSpec") : json_object());
+			copy_obj(jget(oacp, "spec.openshiftAssistedConfigSpec")));
 	r = oac ? create(h, k->oac, ns, oac, &err) : -ENOMEM;
 	json_decref(oac);
 	if (r < 0) {
 		*reason = "BootstrapTemplateCloningFailed";
-		snprintf(msg, size, "%.400s", r == -ENOMEM ? "out of memory" : err.message);
+		snprintf(msg, size, "error creating bootstrap config: %.400s", r == -ENOMEM ? "out of memory" : err.message);
 		goto undo;
 	}
 	created = 2;
@@ -509,7 +517,7 @@ static int scale_up(struct hub *h, const struct kinds *k, const json_t *oacp, co
 	json_decref(machine);
 	if (r < 0) {
 		*reason = "MachineGenerationFailed";
-		snprintf(msg, size, "%.400s", r == -ENOMEM ? "out of memory" : err.message);
+		snprintf(msg, size, "error creating machine %.400s", r == -ENOMEM ? "out of memory" : err.message);
 		goto undo;
 	}
 	json_decref(labels);
@@ -545,21 +553,22 @@ static bool machine_up_to_date(struct hub *h, const struct kinds *k, const json_
 	const json_t *mt = jget(oacp, "spec.machineTemplate");
 	json_t *want = json_is_object(json_object_get(mt, "deletion")) ? json_incref(json_object_get(mt, "deletion"))
 								       : json_pack("{s:i}", "nodeDeletionTimeoutSeconds", 10);
-	json_t *oac = NULL;
-	bool ok = json_equal(want, jget(m, "spec.deletion") ? jget(m, "spec.deletion") : json_object());
+	json_t *oac = NULL, *have = copy_obj(jget(m, "spec.deletion"));
+	bool ok = json_equal(want, have);
 	ah_err err;
 
 	json_decref(want);
+	json_decref(have);
 	if (ok && nonempty(js(jget(m, "spec.bootstrap.configRef"), "name")) &&
 	    kube_get(h->api, k->oac, meta(m, "namespace"), js(jget(m, "spec.bootstrap.configRef"), "name"), &oac,
 		     &err) == 0) {
 		const json_t *t = jget(oacp, "spec.openshiftAssistedConfigSpec");
-		json_t *tc = json_is_object(t) ? json_deep_copy(t) : json_object(), *sc = json_deep_copy(json_object_get(oac, "spec"));
+		json_t *tc = copy_obj(t), *sc = copy_obj(json_object_get(oac, "spec"));
 
 		/* Semantically: the defaults the schema gives count as equal. */
-		if (sc && !json_object_get(tc, "cpuArchitecture") && json_object_get(sc, "cpuArchitecture"))
+		if (!json_object_get(tc, "cpuArchitecture") && json_object_get(sc, "cpuArchitecture"))
 			json_object_set(tc, "cpuArchitecture", json_object_get(sc, "cpuArchitecture"));
-		ok = json_equal(tc, sc ? sc : json_object());
+		ok = json_equal(tc, sc);
 		json_decref(tc);
 		json_decref(sc);
 		json_decref(oac);
@@ -606,7 +615,7 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 	struct kinds k;
 	json_t *oacp = NULL, *cluster = NULL, *status = NULL, *conds, *pairs = NULL, *p, **machines = NULL;
 	const char *ver, *cname, *creason = NULL;
-	char why[512], msg[512], sel[400], *image = NULL;
+	char why[512], msg[1100], sel[400], *image = NULL;
 	int64_t gen, want;
 	size_t i, n = 0, ready = 0, avail = 0, uptodate = 0;
 	struct rt_result res = rt_done();
@@ -725,6 +734,8 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 		json_object_set(oacp, "spec", json_object_get(out, "spec"));
 		json_object_set(json_object_get(oacp, "metadata"), "resourceVersion", jget(out, "metadata.resourceVersion"));
 		json_decref(out);
+		/* The spec was replaced: what pointed into it is read again. */
+		ver = js(jget(oacp, "spec"), "distributionVersion");
 	}
 	/* 7. The ClusterDeployment (create-only). */
 	{
@@ -736,12 +747,14 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 			cd = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:{s:s,s:{s:s,s:s,s:s,s:s},s:s,s:{s:{s:{}}},s:{s:s}}}",
 				       "apiVersion", "hive.openshift.io/v1", "kind", "ClusterDeployment", "metadata", "name",
 				       key->name, "namespace", key->ns, "labels", cp_labels(oacp), "ownerReferences",
-				       owner_ref(oacp, OACP_APIVERSION, OACP_KIND, true), "spec", "clusterName",
+				       owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "spec", "clusterName",
 				       nonempty(cn) ? cn : cname, "clusterInstallRef", "group",
 				       "extensions.hive.openshift.io", "version", "v1beta1", "kind", "AgentClusterInstall",
 				       "name", key->name, "baseDomain",
 				       js(jget(oacp, "spec.config"), "baseDomain") ? js(jget(oacp, "spec.config"), "baseDomain")
 										  : "",
+				       /* agentSelector: {} as upstream's zero
+				        * LabelSelector serialises (the CRD requires it). */
 				       "platform", "agentBareMetal", "agentSelector", "pullSecretRef", "name",
 				       js(jget(oacp, "spec.config.pullSecretRef"), "name"));
 			r = cd ? create(h, h->k_cd, key->ns, cd, &err) : -ENOMEM;
@@ -760,9 +773,17 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 			json_object_set_new(status, "version", json_string(kube));
 			set_cond(conds, "KubernetesVersionAvailable", true, NULL, NULL, gen);
 		} else {
-			set_cond(conds, "KubernetesVersionAvailable", false, "KubernetesVersionUnavailable", why, gen);
-			if (strstr(why, "release image not found"))
-				set_cond(conds, "UpgradeAvailable", false, "UpgradeImageUnavailable", why, gen);
+			/* Upstream: the error in the condition; an image not
+			 * found also marks the upgrade unavailable and ends the
+			 * pass (no Machines); here both cases end it, as
+			 * upstream's other errors would (surprise 5). */
+			snprintf(msg, sizeof(msg), "failed to get k8s version from release image: %s", why);
+			set_cond(conds, "KubernetesVersionAvailable", false, "KubernetesVersionUnavailable", msg, gen);
+			snprintf(msg, sizeof(msg), "upgrade unavailable: %s", why);
+			set_cond(conds, "UpgradeAvailable", false, "UpgradeImageUnavailable", msg, gen);
+			set_ready(conds, gen);
+			res = rt_error(-ENOENT);
+			goto write;
 		}
 	}
 	/* 10. Upgrades (§C.9): the workload cluster's ClusterVersion is out of
@@ -850,12 +871,14 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 		snprintf(sel, sizeof(sel), "%s=%s,%s", LBL_CP_NAME, cpv, LBL_CP);
 		json_object_set_new(status, "selector", json_string(sel));
 	}
-	if ((int64_t)n == want)
+	/* Upstream's rules: MachinesCreated True once as many Machines are
+	 * ready as wanted; MachinesReady only when Machines are wanted. */
+	if ((int64_t)ready == want)
 		set_cond(conds, "MachinesCreated", true, NULL, NULL, gen);
-	if ((int64_t)ready == want && (int64_t)n == want) {
+	if ((int64_t)ready == want && want > 0) {
 		set_cond(conds, "MachinesReady", true, NULL, NULL, gen);
-	} else {
-		snprintf(msg, sizeof(msg), "%zu of %zu machines are ready", ready, n);
+	} else if (want > 0) {
+		snprintf(msg, sizeof(msg), "%zu of %lld machines are ready", ready, (long long)want);
 		set_cond(conds, "MachinesReady", false, "MachinesNotReady", msg, gen);
 	}
 	set_ready(conds, gen);
@@ -949,11 +972,10 @@ static struct rt_result reconcile_cd(void *ctx, const struct rt_key *key)
 					      "metadata", "name", REGISTRY_CM, "namespace", key->ns, "ownerReferences",
 					      owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "data", data);
 
-			r = create(h, k.cm, key->ns, b, &err);
+			r = b ? create(h, k.cm, key->ns, b, &err) : -ENOMEM;
 			json_decref(b);
 		} else if (have && !json_equal(json_object_get(have, "data"), data)) {
 			p = json_pack("{s:O}", "data", data);
-			json_object_set_new(p, "data", json_deep_copy(data));
 			r = patch(h, k.cm, key->ns, REGISTRY_CM, p, false, NULL);
 			json_decref(p);
 		}
@@ -1030,7 +1052,7 @@ static struct rt_result reconcile_cd(void *ctx, const struct rt_key *key)
 		json_t *b = json_pack("{s:s,s:s,s:{s:s,s:s,s:O,s:O,s:[o]},s:O}", "apiVersion",
 				      "extensions.hive.openshift.io/v1beta1", "kind", "AgentClusterInstall", "metadata",
 				      "name", key->name, "namespace", key->ns, "labels", labels, "annotations", ann,
-				      "ownerReferences", owner_ref(oacp, OACP_APIVERSION, OACP_KIND, true), "spec", spec);
+				      "ownerReferences", owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "spec", spec);
 
 		r = b ? create(h, h->k_aci, key->ns, b, &err) : -ENOMEM;
 		if (r < 0 && r != -ENOMEM)
@@ -1117,10 +1139,15 @@ static struct rt_result reconcile_aci(void *ctx, const struct rt_key *key)
 	json_array_foreach(jget(aci, "metadata.ownerReferences"), i, p)
 		if (!strcmp(js(p, "kind") ? js(p, "kind") : "", OACP_KIND))
 			oname = js(p, "name");
-	if (!oname || kube_get(h->api, k.oacp, key->ns, oname, &oacp, &err) < 0) {
+	if (!oname) {
 		log_warn("AgentClusterInstall %s/%s: no owner %s", key->ns, key->name, OACP_KIND);
 		json_decref(aci);
 		return rt_error(-ENOENT);
+	}
+	/* An owner that is gone: the garbage collector takes the ACI. */
+	if (jget(aci, "metadata.deletionTimestamp") || kube_get(h->api, k.oacp, key->ns, oname, &oacp, &err) < 0) {
+		json_decref(aci);
+		return rt_done();
 	}
 	gen = spec_int(oacp, "metadata.generation", 0);
 	cluster = label(oacp, LBL_CLUSTER) ? label(oacp, LBL_CLUSTER) : "";
@@ -1238,6 +1265,20 @@ static void cluster_label_to_cds(struct rt_controller *c, void *ctx, const struc
 	json_decref(pairs);
 }
 
+/* Only the objects of this provider reach its queues (the hub's own
+ * ClusterDeployments and ACIs are many, and not its business). */
+static void capi_cd_self(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	if (ev->obj && label(ev->obj, LBL_CLUSTER))
+		rt_enqueue(c, ev->so->ns, ev->so->name);
+}
+
+static void capi_aci_self(struct rt_controller *c, void *ctx, const struct rt_event *ev)
+{
+	if (ev->obj && label(ev->obj, LBL_ACI_CONSUMER))
+		rt_enqueue(c, ev->so->ns, ev->so->name);
+}
+
 int hub_capoa_controlplane_register(struct hub *h)
 {
 	struct kinds k;
@@ -1277,7 +1318,11 @@ int hub_capoa_controlplane_register(struct hub *h)
 		struct rt_controller_def d = {
 			.name = "CAPOAClusterDeployment", .reconcile = reconcile_cd, .ctx = h,
 			.watches = {
-				{ .resource = h->k_cd->store_key, .map = RT_MAP_SELF },
+				{ .resource = h->k_cd->store_key, .map = RT_MAP_FN, .fn = capi_cd_self },
+				/* An OACP names its CD (upstream enqueues the OACP's
+				 * own name); MachineDeployments, OACs and Clusters
+				 * reach the CDs labelled with their cluster (upstream
+				 * enqueues an MD's own name, which names no CD). */
 				{ .resource = k.oacp->store_key, .map = RT_MAP_SELF },
 				{ .resource = k.md->store_key, .map = RT_MAP_FN, .fn = cluster_label_to_cds },
 				{ .resource = k.oac->store_key, .map = RT_MAP_FN, .fn = cluster_label_to_cds },
@@ -1290,7 +1335,7 @@ int hub_capoa_controlplane_register(struct hub *h)
 		struct rt_controller_def d = {
 			.name = "CAPOAAgentClusterInstall", .reconcile = reconcile_aci, .ctx = h,
 			.watches = {
-				{ .resource = h->k_aci->store_key, .map = RT_MAP_SELF },
+				{ .resource = h->k_aci->store_key, .map = RT_MAP_FN, .fn = capi_aci_self },
 			},
 		};
 		r = rt_register(h->rt, &d, NULL);
