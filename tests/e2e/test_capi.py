@@ -12,7 +12,8 @@ Covered: a single-node cluster (sno-example.yaml) to provisioned and deleted; th
 multi-node one (multinode-example.yaml, 3 control planes + 2 workers) to provisioned, its
 MachineDeployment scaled 2 -> 3 (a day-2 worker from the free BareMetalHost) and 3 -> 1
 (the Machines removed, their hosts back in the pool, their Agents gone with their
-InfraEnvs), then the Cluster deleted (everything it made goes, every host returns); and
+InfraEnvs), then the Cluster deleted (everything it made goes, every host returns and serves the
+next cluster); and
 bad input: no pull secret, a distributionVersion with no release (and one below 4.14),
 no free BareMetalHost."""
 import base64
@@ -591,6 +592,11 @@ def test_multinode_delete_cluster_returns_everything(multinode):
     wait_all_returned(hub, sorted(fleet.docs), timeout=120)
     check_all_gone(hub, "test-multinode", sorted(fleet.docs))
     assert fleet.bmc.status("off") == 6
+    # The returned hosts serve the next cluster: the single-node example on one of them.
+    hub.kubectl("apply", "-f", str(CAPOA / "sno-example.yaml"))
+    _, _, (m,) = wait(hub, lambda: control_plane_done(hub, "test-sno", 1), 120,
+                      "test-sno provisioned on a returned host")
+    assert check_machine_chain(hub, m, "test-sno", "master") in fleet.docs
 
 
 # ---- bad input ------------------------------------------------------------------
