@@ -1013,8 +1013,8 @@ static const char *wants_meta(struct http_req *req)
 static char *meta_text(const json_t *obj, const char *version)
 {
 	json_t *m = json_object_get(obj, "metadata");
-	json_t *pom = json_pack("{s:s,s:s+,s:O}", "kind", "PartialObjectMetadata", "apiVersion", "meta.k8s.io/", version,
-				"metadata", m ? m : json_object());
+	json_t *pom = json_pack("{s:s,s:s+,s:o}", "kind", "PartialObjectMetadata", "apiVersion", "meta.k8s.io/", version,
+				"metadata", m ? json_incref(m) : json_object());
 	char *s = pom ? json_dumps(pom, JSON_COMPACT) : NULL;
 
 	json_decref(pom);
@@ -2276,7 +2276,7 @@ static json_t *served_crds(const struct kube_registry *reg)
 	util_now_rfc3339(now, sizeof(now));
 	for (i = 0; out && i < reg->n; i++) {
 		const struct kube_kind *k = reg->kinds[i];
-		json_t *doc, *meta, *versions, *v, *stored = json_array();
+		json_t *doc, *meta, *versions, *v, *stored;
 		const char *name;
 		uint64_t h = 1469598103934665603ULL;
 		char uid[40];
@@ -2285,11 +2285,10 @@ static json_t *served_crds(const struct kube_registry *reg)
 		if (!k->crd)
 			continue;
 		name = json_string_value(json_object_get(json_object_get(k->crd, "metadata"), "name"));
-		if (!name || json_object_get(seen, name)) {
-			json_decref(stored);
+		if (!name || json_object_get(seen, name))
 			continue;
-		}
 		json_object_set_new(seen, name, json_true());
+		stored = json_array();
 		for (const char *c = name; *c; c++)
 			h = (h ^ (unsigned char)*c) * 1099511628211ULL;
 		snprintf(uid, sizeof(uid), "%08x-%04x-4%03x-8%03x-%012llx", (unsigned)(h >> 32), (unsigned)(h >> 16) & 0xffff,

@@ -50,12 +50,13 @@ static json_t *conditions_to_metav1(const json_t *in)
 	size_t i;
 
 	json_array_foreach(in, i, c) {
-		json_t *n = json_object();
 		const char *reason = json_string_value(json_object_get(c, "reason"));
 		const char *message = json_string_value(json_object_get(c, "message"));
+		json_t *n;
 
 		if (!json_is_object(c))
 			continue;
+		n = json_object();
 		json_object_set(n, "type", json_object_get(c, "type"));
 		json_object_set(n, "status", json_object_get(c, "status"));
 		if (json_object_get(c, "lastTransitionTime"))
@@ -74,13 +75,14 @@ static json_t *conditions_to_v1beta1(const json_t *in)
 	size_t i;
 
 	json_array_foreach(in, i, c) {
-		json_t *n = json_object();
 		const char *status = json_string_value(json_object_get(c, "status"));
 		const char *reason = json_string_value(json_object_get(c, "reason"));
 		const char *message = json_string_value(json_object_get(c, "message"));
+		json_t *n;
 
 		if (!json_is_object(c))
 			continue;
+		n = json_object();
 		json_object_set(n, "type", json_object_get(c, "type"));
 		json_object_set(n, "status", json_object_get(c, "status"));
 		if (json_object_get(c, "lastTransitionTime"))

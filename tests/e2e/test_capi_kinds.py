@@ -122,9 +122,19 @@ def test_crd_served(capi_hub, resource, group, versions, storage, kind, short, s
     assert g["preferredVersion"]["version"] == storage
 
 
-def test_kubectl_get_columns(capi_hub):
-    out = capi_hub.kubectl("get", "machines", "-A").stdout
-    assert out.strip() == "" or "PHASE" in out
+def test_kubectl_get_columns(capi_hub, ns):
+    h = capi_hub
+    h.apply_obj({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+                 "metadata": {"name": "m0", "namespace": ns},
+                 "spec": {"clusterName": "c", "bootstrap": {"dataSecretName": "d"},
+                          "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                                "kind": "Metal3Machine", "name": "m0"}}})
+    out = h.kubectl("get", "machines", "-n", ns).stdout
+    assert out.split("\n")[0].split() == ["NAME", "CLUSTER", "NODE", "NAME", "FAILURE", "DOMAIN", "READY",
+                                          "AVAILABLE", "UP-TO-DATE", "PHASE", "AGE", "VERSION"], out
+    # The cluster-api category, as upstream's CRDs declare it.
+    out = h.kubectl("get", "cluster-api", "-n", ns, "-o", "name").stdout
+    assert "machine.cluster.x-k8s.io/m0" in out, out
     r = capi_hub.kubectl("get", "crd", "clusters.cluster.x-k8s.io", "-o", "json")
     cols = [c["name"] for c in json.loads(r.stdout)["spec"]["versions"][0]["additionalPrinterColumns"]]
     assert "Phase" in cols and "Available" in cols
@@ -596,3 +606,17 @@ def test_metadata_only(capi_hub, ns):
                   content_type="application/merge-patch+json", headers={"Accept": POM})
     got = ok(r)
     assert got["kind"] == "PartialObjectMetadata" and got["metadata"]["labels"]["p"] == "q"
+
+
+def test_server_side_apply_through_v1alpha2(capi_hub, ns):
+    h = capi_hub
+    obj = oacp_v1alpha2("ssa")
+    obj["metadata"]["namespace"] = ns
+    h.apply_obj(obj, "--server-side")
+    v3 = ok(h.get(OACP.format(v="v1alpha3", ns=ns) + "/ssa"))
+    assert v3["spec"]["machineTemplate"]["deletion"]["nodeDrainTimeoutSeconds"] == 90
+    assert v3["spec"]["machineTemplate"]["infrastructureRef"]["apiGroup"] == "infrastructure.cluster.x-k8s.io"
+    obj["spec"]["replicas"] = 1
+    h.apply_obj(obj, "--server-side")
+    v2 = ok(h.get(OACP.format(v="v1alpha2", ns=ns) + "/ssa"))
+    assert v2["spec"]["replicas"] == 1 and v2["spec"]["machineTemplate"]["nodeDrainTimeout"] == "1m30s"
