@@ -1232,9 +1232,11 @@ static void power_cut(struct sim *s, struct host *h)
 	if (!(h->rebooted && h->stages && h->stage_pos < h->nstages)) {
 		h->stages = NULL;
 		h->nstages = h->stage_pos = 0;
+		source_free(h->bsrc);
+		h->bsrc = NULL;
 	}
-	source_free(h->bsrc);
-	h->bsrc = NULL;
+	/* else the installed system reports the rest of the timeline to the hub the
+	 * image it was installed from named: its source stays. */
 	free(h->boot_url);
 	h->boot_url = NULL;
 	h->boot_tries = 0;
@@ -1397,6 +1399,7 @@ static void boot_config_drive(struct sim *s, struct host *h, const char *user_da
 			free(src);
 		return;
 	}
+	source_free(h->bsrc);
 	h->bsrc = src;
 	h->rebooted = false;
 	h->stages = NULL;
@@ -1570,6 +1573,7 @@ static void on_download(struct sim *s, struct host *h, CURLcode cc)
 		}
 		return;
 	}
+	source_free(h->bsrc); /* a timeline kept past a reboot is over */
 	h->bsrc = src;
 	if (src->cfg.ipa_api_url) {
 		/* The ironic agent runs; the assisted agent waits for its deploy step. */

@@ -79,6 +79,7 @@ struct bmc_job {
 enum node_phase {
 	NODE_BOOT,     /* the host is being booted on the deploy ramdisk */
 	NODE_WAIT,     /* booted: waiting for the agent's first heartbeat */
+	NODE_RUNNING,  /* the agent runs a long deploy step (start_assisted_install) */
 	NODE_DONE,     /* the agent's step is done: boot the disk (or power off) */
 };
 
@@ -136,16 +137,26 @@ static void job_free(struct bmc_job *j)
 static int agent_job(struct bmc_job *j, ah_err *err)
 {
 	json_t *a = json_loads(j->arg ? j->arg : "", 0, NULL);
-	const char *name = jstr(a, "name");
+	const char *name = jstr(a, "name"), *status_of = jstr(a, "status_of");
+	bool running_ok = json_is_true(json_object_get(a, "running_ok"));
 	char status[16], msg[AH_ERR_MSG_MAX - 64];
 	int r;
 
-	if (!a || !name)
+	if (!a || (!name && !status_of))
 		r = ah_err_set(err, EINVAL, 0, "", "bad agent command");
+	else if (status_of)
+		r = ironic_agent_last_status(jstr(a, "callback"), jstr(a, "token"), status_of, status, sizeof(status),
+					     msg, sizeof(msg), err);
 	else
 		r = ironic_agent_command(jstr(a, "callback"), jstr(a, "token"), name, json_object_get(a, "params"),
-					 60, status, sizeof(status), msg, sizeof(msg), err);
-	if (r == 0 && strcmp(status, "SUCCEEDED") != 0)
+					 running_ok ? 0 : 60, status, sizeof(status), msg, sizeof(msg), err);
+	if (!name)
+		name = status_of ? status_of : "";
+	if (r == -ENOENT && status_of)
+		r = ah_err_set(err, ENOENT, 0, "", "the ironic agent has no %s command (it rebooted?)", status_of);
+	if (r == 0 && running_ok && strcmp(status, "RUNNING") == 0)
+		snprintf(j->msg, sizeof(j->msg), "RUNNING");
+	else if (r == 0 && strcmp(status, "SUCCEEDED") != 0)
 		r = ah_err_set(err, EIO, 0, "", "the ironic agent's %s %s%s%s", name,
 			       strcmp(status, "FAILED") == 0 ? "failed" : "did not finish in time", *msg ? ": " : "",
 			       msg);
@@ -160,9 +171,11 @@ static void job_run(struct bmc_job *j)
 	int r;
 
 	if (j->op == BMH_ACT_AGENT_COMMAND) {
+		j->msg[0] = 0;
 		r = agent_job(j, &err);
 		j->err = r;
-		snprintf(j->msg, sizeof(j->msg), "%s", r < 0 ? err.message : "");
+		if (r < 0)
+			snprintf(j->msg, sizeof(j->msg), "%s", err.message);
 		if (r < 0)
 			log_info("baremetalhost %s/%s: %s", j->ns, j->name, j->msg);
 		return;
@@ -987,26 +1000,71 @@ out:
 	return params;
 }
 
-/* One pass of a disk image deploy (BMH in provisioning): boot the deploy
- * ramdisk (the hub's ironic agent ISO) from virtual media, wait for its
- * agent's heartbeat, run the write_image deploy step on it, then boot the
- * disk: provisioned. */
-static void deploy(struct pass *p)
+static const char *custom_method(const json_t *spec)
+{
+	const char *m = jstr(json_object_get(spec, "customDeploy"), "method");
+
+	return m && *m ? m : NULL;
+}
+
+/* The image a custom deploy boots: the BMH's PreprovisioningImage (same
+ * name) once Ready, as BMO.  0 with url, or -EAGAIN (not yet; msg says why). */
+static int ppi_image(struct pass *p, char *url, size_t size, char *msg, size_t msize)
+{
+	json_t *ppi = NULL, *c;
+	ah_err err = { 0 };
+	bool ready = false;
+	const char *u;
+	size_t i;
+
+	if (!p->h->k_ppi || kube_get(p->h->api, p->h->k_ppi, p->ns, p->name, &ppi, &err) < 0) {
+		snprintf(msg, msize, "waiting for the PreprovisioningImage %s/%s", p->ns, p->name);
+		return -EAGAIN;
+	}
+	json_array_foreach(json_object_get(json_object_get(ppi, "status"), "conditions"), i, c)
+		if (same_str(jstr(c, "type"), "Ready") && same_str(jstr(c, "status"), "True"))
+			ready = true;
+	u = jstr(json_object_get(ppi, "status"), "imageUrl");
+	if (!ready || !u || !*u || strlen(u) >= size) {
+		snprintf(msg, msize, "waiting for the PreprovisioningImage %s/%s to be ready", p->ns, p->name);
+		json_decref(ppi);
+		return -EAGAIN;
+	}
+	snprintf(url, size, "%s", u);
+	json_decref(ppi);
+	return 0;
+}
+
+/* One pass of a deploy through the ironic agent (BMH in provisioning).  A
+ * disk image (Ironic's direct deploy): boot the deploy ramdisk (the hub's
+ * ironic agent ISO) from virtual media, wait for its agent's heartbeat, run
+ * the write_image deploy step, boot the disk.  A customDeploy (the converged
+ * flow's start_assisted_install): boot the PreprovisioningImage, run the
+ * method as a deploy step, follow it while it runs (the assisted agent
+ * installs the host), then boot the disk.  Provisioned then. */
+static void deploy(struct pass *p, bool custom)
 {
 	struct bmh_ctl *ctl = p->h->bmh_ctl;
 	const json_t *spec = json_object_get(p->bmh, "spec");
 	const char *uid = jstr(json_object_get(p->bmh, "metadata"), "uid");
-	char msg[AH_ERR_MSG_MAX], url[1024];
+	char msg[AH_ERR_MSG_MAX], url[4096];
 	struct node_view v = { 0 };
 	struct bmc_job res;
-	json_t *params = deploy_params(p, msg, sizeof(msg));
+	json_t *params;
 
+	if (custom)
+		params = json_pack("{s:{s:s, s:s, s:i, s:{}}, s:{s:s}, s:[], s:s}", "step", "interface", "deploy", "step",
+				   custom_method(spec), "priority", 80, "args", "node", "uuid", uid ? uid : "", "ports",
+				   "deploy_version", "1");
+	else
+		params = deploy_params(p, msg, sizeof(msg));
 	if (!params) {
-		set_error(p->status, "provisioning error", msg);
+		set_error(p->status, "provisioning error", custom ? "out of memory" : msg);
 		p->requeue_ms = BMH_RETRY_MS;
 		return;
 	}
-	if (node_get(ctl, p->ns, p->name, uid ? uid : p->name, jstr(spec, "bootMACAddress"), "deploy", &v) < 0) {
+	if (node_get(ctl, p->ns, p->name, uid ? uid : p->name, jstr(spec, "bootMACAddress"), custom ? "custom" : "deploy",
+		     &v) < 0) {
 		set_error(p->status, "provisioning error", "too many hosts deploying at once");
 		p->requeue_ms = BMH_RETRY_MS;
 		json_decref(params);
@@ -1014,7 +1072,14 @@ static void deploy(struct pass *p)
 	}
 	switch (v.phase) {
 	case NODE_BOOT:
-		snprintf(url, sizeof(url), "%s/images/ironic-agent.iso?arch=x86_64", p->h->service_url);
+		if (custom) {
+			if (ppi_image(p, url, sizeof(url), msg, sizeof(msg)) < 0) {
+				p->requeue_ms = DEPLOY_CHECK_MS;
+				break;
+			}
+		} else {
+			snprintf(url, sizeof(url), "%s/images/ironic-agent.iso?arch=x86_64", p->h->service_url);
+		}
 		if (!bmc_do(p, BMH_ACT_PROVISION, url, &res, "provisioning error"))
 			break;
 		if (res.err < 0) {
@@ -1028,14 +1093,15 @@ static void deploy(struct pass *p)
 		/* The agent may have heartbeated already (it boots fast). */
 		p->requeue_ms = *v.callback ? 1 : DEPLOY_CHECK_MS;
 		break;
-	case NODE_WAIT: {
+	case NODE_WAIT:
+	case NODE_RUNNING: {
 		json_t *a;
 		char *arg;
 
 		if (!*v.callback) {
 			if (now_ms() - v.since_ms > DEPLOY_WAIT_MS) {
 				set_error(p->status, "provisioning error",
-					  "timed out waiting for the ironic agent of the deploy ramdisk to heartbeat");
+					  "timed out waiting for the ironic agent to heartbeat");
 				node_set_phase(ctl, p->ns, p->name, NODE_BOOT);
 				p->requeue_ms = BMH_RETRY_MS;
 			} else {
@@ -1043,8 +1109,12 @@ static void deploy(struct pass *p)
 			}
 			break;
 		}
-		a = json_pack("{s:s, s:s, s:s, s:O}", "callback", v.callback, "token", v.token, "name",
-			      "deploy.execute_deploy_step", "params", params);
+		if (v.phase == NODE_WAIT)
+			a = json_pack("{s:s, s:s, s:s, s:O, s:b}", "callback", v.callback, "token", v.token, "name",
+				      "deploy.execute_deploy_step", "params", params, "running_ok", custom);
+		else
+			a = json_pack("{s:s, s:s, s:s, s:b}", "callback", v.callback, "token", v.token, "status_of",
+				      "execute_deploy_step", "running_ok", 1);
 		arg = a ? json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 		json_decref(a);
 		if (!arg) {
@@ -1055,6 +1125,10 @@ static void deploy(struct pass *p)
 			if (res.err < 0) {
 				set_error(p->status, "provisioning error", res.msg);
 				p->requeue_ms = BMH_RETRY_MS;
+			} else if (strcmp(res.msg, "RUNNING") == 0) {
+				set_ok(p->status);
+				node_set_phase(ctl, p->ns, p->name, NODE_RUNNING);
+				p->requeue_ms = DEPLOY_CHECK_MS;
 			} else {
 				node_set_phase(ctl, p->ns, p->name, NODE_DONE);
 				p->requeue_ms = 1;
@@ -1185,8 +1259,11 @@ static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_
 			.deleting = deleting,
 			.online = json_is_true(json_object_get(spec, "online")),
 			.powered_on = json_is_true(json_object_get(status, "poweredOn")),
-			.image = want && *want,
-			.image_changed = !same_str(want, have),
+			.image = (want && *want) || custom_method(spec),
+			.image_changed = !same_str(want, have) ||
+					 !same_str(custom_method(spec),
+						   jstr(json_object_get(json_object_get(status, "provisioning"), "customDeploy"),
+							"method")),
 		};
 		struct bmh_step step;
 		bool hard = false;
@@ -1199,8 +1276,16 @@ static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_
 		if (step.next) {
 			if (strcmp(step.next, BMH_ST_PROVISIONING) == 0) {
 				/* What is provisioned: the image as it is now. */
-				json_object_set(json_object_get(status, "provisioning"), "image",
-						json_object_get(spec, "image"));
+				if (json_object_get(spec, "image") && !json_is_null(json_object_get(spec, "image")))
+					json_object_set(json_object_get(status, "provisioning"), "image",
+							json_object_get(spec, "image"));
+				else
+					json_object_del(json_object_get(status, "provisioning"), "image");
+				if (custom_method(spec))
+					json_object_set(json_object_get(status, "provisioning"), "customDeploy",
+							json_object_get(spec, "customDeploy"));
+				else
+					json_object_del(json_object_get(status, "provisioning"), "customDeploy");
 				json_object_set_new(json_object_get(status, "provisioning"), "bootMode",
 						    json_string(jstr(spec, "bootMode") ? jstr(spec, "bootMode") : "UEFI"));
 				if (json_object_get(spec, "rootDeviceHints"))
@@ -1213,8 +1298,8 @@ static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_
 			if (strcmp(step.next, BMH_ST_DEPROVISIONING) == 0)
 				set_ok(status);
 			set_state(status, step.next);
-		} else if (step.action == BMH_ACT_PROVISION && image_deploy(spec)) {
-			deploy(&p);
+		} else if (step.action == BMH_ACT_PROVISION && (image_deploy(spec) || custom_method(spec))) {
+			deploy(&p, !image_deploy(spec) && custom_method(spec));
 		} else if (step.action) {
 			etype = step.action == BMH_ACT_REGISTER ? "registration error"
 				: step.action == BMH_ACT_PROVISION || step.action == BMH_ACT_DEPROVISION
@@ -1235,8 +1320,10 @@ static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_
 							json_pack("{s:{s:s,s:s}}", "credentials", "name",
 								  jstr(json_object_get(spec, "bmc"), "credentialsName"),
 								  "namespace", ns));
-					if (step.action == BMH_ACT_DEPROVISION)
+					if (step.action == BMH_ACT_DEPROVISION) {
 						json_object_del(json_object_get(status, "provisioning"), "image");
+						json_object_del(json_object_get(status, "provisioning"), "customDeploy");
+					}
 					/* BMO deletes the suffix-less key once done;
 					 * suffixed ones stay until their owner removes them. */
 					if (step.action == BMH_ACT_REBOOT && json_object_get(ann, BMH_ANN_REBOOT))

@@ -180,3 +180,60 @@ int ironic_agent_command(const char *callback, const char *token, const char *na
 	}
 	return r;
 }
+
+int ironic_agent_last_status(const char *callback, const char *token, const char *command_name, char *ret_status,
+			     size_t status_size, char *msg, size_t msg_size, ah_err *err)
+{
+	size_t cl = strlen(callback), i;
+	char *url = NULL, *tok = NULL;
+	json_t *ans = NULL, *c, *last = NULL;
+	int r;
+
+	*ret_status = 0;
+	*msg = 0;
+	while (cl > 0 && callback[cl - 1] == '/')
+		cl--;
+	if (cl == 0 || cl > IRONIC_CALLBACK_MAX)
+		return ah_err_set(err, EINVAL, 0, "", "bad agent callback URL");
+	if (token && *token) {
+		CURL *h = curl_easy_init();
+		char *e = h ? curl_easy_escape(h, token, 0) : NULL;
+
+		tok = e ? strdup(e) : NULL;
+		curl_free(e);
+		curl_easy_cleanup(h);
+		if (!tok)
+			return ah_err_set(err, ENOMEM, 0, "", "out of memory");
+	}
+	if (asprintf(&url, "%.*s/v1/commands/%s%s", (int)cl, callback, tok ? "?agent_token=" : "", tok ? tok : "") < 0)
+		url = NULL;
+	r = url ? agent_call(url, "GET", NULL, &ans, err) : ah_err_set(err, ENOMEM, 0, "", "out of memory");
+	if (url) {
+		memset(url, 0, strlen(url));
+		free(url);
+	}
+	if (tok) {
+		memset(tok, 0, strlen(tok));
+		free(tok);
+	}
+	if (r < 0)
+		return r;
+	json_array_foreach(json_object_get(ans, "commands"), i, c)
+		if (strcmp(json_string_value(json_object_get(c, "command_name")) ?: "", command_name) == 0)
+			last = c;
+	if (!last) {
+		json_decref(ans);
+		return -ENOENT;
+	}
+	snprintf(ret_status, status_size, "%s", json_string_value(json_object_get(last, "command_status")) ?: "");
+	if (strcmp(ret_status, "FAILED") == 0) {
+		const json_t *ce = json_object_get(last, "command_error");
+		const char *m = json_string_value(json_object_get(ce, "details"));
+
+		if (!m || !*m)
+			m = json_string_value(json_object_get(ce, "message"));
+		snprintf(msg, msg_size, "%s", m ? m : "the command failed");
+	}
+	json_decref(ans);
+	return 0;
+}

@@ -48,4 +48,10 @@ int ironic_agent_command(const char *callback, const char *token, const char *na
 			 unsigned poll_s, char *ret_status, size_t status_size, char *msg, size_t msg_size,
 			 ah_err *err);
 
+/* The status of the agent's newest command named command_name (GET
+ * <callback>/v1/commands/): 0 with *ret_status (and msg for FAILED), -ENOENT
+ * when it has none, negative with err. */
+int ironic_agent_last_status(const char *callback, const char *token, const char *command_name, char *ret_status,
+			     size_t status_size, char *msg, size_t msg_size, ah_err *err);
+
 #endif

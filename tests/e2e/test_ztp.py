@@ -432,3 +432,64 @@ def test_converged_flow_off_leaves_ppis_alone(hub_factory):
     p = hub.kubectl_json("-n", NS, "get", "preprovisioningimage", "iso")
     assert "status" not in p or not p["status"].get("conditions")
     assert "finalizers" not in p["metadata"]
+
+
+def test_converged_flow_custom_deploy_installs(hub_factory, tmp_path, sims):
+    """The converged flow's BMH side: a BMH with customDeploy start_assisted_install
+    boots its PreprovisioningImage (the InfraEnv's ISO, whose Ignition runs the ironic
+    agent pointed at the hub's Ironic API), the agent looks its node up and heartbeats
+    to the hub, the hub runs the deploy step, the machine's assisted agent starts and its
+    Agent registers; bound to a SNO it installs while the BMH is provisioning, and once
+    the step ends the hub boots the disk: the BMH is provisioned."""
+    import urllib.parse
+    from test_install import SUBNET, setup_common
+    from test_latebinding import approve, bind, late_binding_infraenv, sno
+
+    hub = hub_factory(extra_args=["--host-disconnect-timeout", "30s"])
+    setup_common(hub)
+    ie = late_binding_infraenv(hub)
+    conf = f"[DEFAULT]\napi_url = {hub.base_url}\ninsecure = True\n"
+    override = json.dumps({
+        "ignition": {"version": "3.2.0"},
+        "storage": {"files": [{"path": "/etc/ironic-python-agent.conf", "mode": 420, "overwrite": False,
+                               "contents": {"source": "data:," + urllib.parse.quote(conf)}}]},
+        "systemd": {"units": [{"name": "ironic-agent.service", "enabled": True,
+                               "contents": "[Unit]\nDescription=Ironic Agent\n[Service]\nExecStart=/bin/true\n"
+                                           "[Install]\nWantedBy=multi-user.target\n"},
+                              {"name": "agent.service", "enabled": False}]}})
+    iename = ie["metadata"]["name"]
+    hub.kubectl("-n", NS, "patch", "infraenv", iename, "--type=merge", "-p",
+                json.dumps({"spec": {"ignitionConfigOverride": override}}))
+    wait_for(lambda: "ironic-agent" in json.dumps(hub.kubectl_json("-n", NS, "get", "infraenv", iename)["spec"]),
+             timeout=10, what="the override")
+    hub.kubectl("-n", NS, "wait", "--for=condition=ImageCreated", f"infraenv/{iename}", "--timeout=30s")
+    b = Bmc(tmp_path, hosts=1, args=["--bmh-namespace", NS, "--cacert", str(hub.ca_path), "--subnet", SUBNET,
+                                     "--stage-seconds", "1", "--max-poll-seconds", "1"])
+    sims.append(b)
+    hub.kubectl("apply", "-f", str(b.manifests))
+    bname = next(iter(bmhs(hub)))
+    wait_for(lambda: state(bmhs(hub)[bname]) == "available", timeout=60, what="the BMH available")
+    hub.apply_obj(ppi_obj(bname, bmhs(hub)[bname], iename))
+    wait_for(lambda: conds(hub.kubectl_json("-n", NS, "get", "preprovisioningimage", bname))
+             .get("Ready", {}).get("status") == "True", timeout=30, what="the PPI Ready")
+    hub.kubectl("-n", NS, "patch", "bmh", bname, "--type=merge", "-p",
+                json.dumps({"spec": {"customDeploy": {"method": "start_assisted_install"}, "online": True}}))
+
+    def registered():
+        items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
+        return items[0] if items else None
+    a = wait_for(registered, timeout=120, what="the Agent started by the deploy step")
+    x = bmhs(hub)[bname]
+    assert state(x) == "provisioning"
+    assert x["status"]["provisioning"]["customDeploy"] == {"method": "start_assisted_install"}
+    assert b.status("ipa") == 0  # the ironic agent handed over to the assisted agent
+    name = a["metadata"]["name"]
+    approve(hub, name)
+    sno(hub)
+    bind(hub, name, "single-node")
+    hub.kubectl("-n", NS, "wait", "--for=condition=Completed", "aci/test-agent-cluster-install",
+                "--timeout=180s", timeout=200)
+    x = wait_for(lambda: bmhs(hub)[bname] if state(bmhs(hub)[bname]) == "provisioned" else None,
+                 timeout=90, what="the BMH provisioned once the deploy step ended")
+    assert x["status"]["poweredOn"] is True and x["status"]["operationalStatus"] == "OK"
+    assert "agent_token" not in hub.log_text()
