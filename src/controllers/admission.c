@@ -1,7 +1,8 @@
 /* admission.c - the upstream admission webhooks (kubeapi.md §5.1) as
  * admission rules of the object API: InfraEnv, Agent, AgentClassification
  * and AgentClusterInstall validation, and the AgentClusterInstall default of
- * spec.networking.userManagedNetworking.
+ * spec.networking.userManagedNetworking; CAPOA's OpenshiftAssistedConfig
+ * validation (bmac-capi.md C.1: the spec never changes).
  *
  * The rules (hub_admit_rules) are pure over the old and new objects; the
  * one fact they need from the store (whether a ClusterDeployment is
@@ -29,6 +30,7 @@
 #define WH_INFRAENV "infraenvvalidators.admission.agentinstall.openshift.io"
 #define WH_AGENT "agentvalidators.admission.agentinstall.openshift.io"
 #define WH_CLASSIFICATION "agentclassificationvalidators.admission.agentinstall.openshift.io"
+#define WH_OAC "v1alpha2.validation.openshiftassistedconfig.bootstrap.cluster.x-k8s.io"
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -559,6 +561,19 @@ static int admit_aci(enum kube_op op, const json_t *old, json_t *obj, ah_err *er
 	return r;
 }
 
+/* --- OpenshiftAssistedConfig ------------------------------------------------------ */
+
+/* Upstream's validating webhook refuses any update whose spec differs (it
+ * answers BadRequest "spec is immutable").  Both served versions are
+ * checked: the object arrives here converted to the storage version, as
+ * kube-apiserver converts it for the webhook. */
+static int admit_oac(enum kube_op op, const json_t *old, const json_t *obj, ah_err *err)
+{
+	if (op != KUBE_UPDATE || json_equal(json_object_get(old, "spec"), json_object_get(obj, "spec")))
+		return 0;
+	return deny(err, WH_OAC, "spec is immutable");
+}
+
 /* --- entry points ---------------------------------------------------------------- */
 
 int hub_admit_rules(const char *kind, enum kube_op op, const json_t *old, json_t *obj,
@@ -576,6 +591,8 @@ int hub_admit_rules(const char *kind, enum kube_op op, const json_t *old, json_t
 		return admit_classification(op, old, obj, err);
 	if (streq(kind, "AgentClusterInstall"))
 		return admit_aci(op, old, obj, err);
+	if (streq(kind, "OpenshiftAssistedConfig"))
+		return admit_oac(op, old, obj, err);
 	return 0;
 }
 
@@ -611,6 +628,7 @@ int hub_admission_register(struct hub *h, ah_err *err)
 		{ "agent-install.openshift.io/v1beta1", "Agent" },
 		{ "agent-install.openshift.io/v1beta1", "AgentClassification" },
 		{ "extensions.hive.openshift.io/v1beta1", "AgentClusterInstall" },
+		{ "bootstrap.cluster.x-k8s.io/v1alpha2", "OpenshiftAssistedConfig" },
 	};
 	size_t i;
 

@@ -45,7 +45,10 @@ struct kubeapi {
 	bool waker_started;
 	atomic_bool waker_stop;
 	struct row_cache *rows;
+	json_t *crds;       /* the CRDs as served objects (built once; read-only) */
 };
+
+static json_t *served_crds(const struct kube_registry *reg);
 
 /* --- prepared Table rows ------------------------------------------------------
  * kubectl get asks for a Table; building a row means parsing the object
@@ -245,6 +248,11 @@ int kubeapi_new(struct kube_api *api, const struct kubeapi_opts *opts, struct ku
 	}
 	if (!ka->opts.max_watch_seconds)
 		ka->opts.max_watch_seconds = 1800;
+	ka->crds = served_crds(ka->reg);
+	if (!ka->crds) {
+		kubeapi_free(ka);
+		return -ENOMEM;
+	}
 	if (pthread_create(&ka->waker, NULL, waker_main, ka) != 0) {
 		row_cache_free(ka->rows);
 		rbac_free(ka->rbac);
@@ -267,6 +275,7 @@ void kubeapi_free(struct kubeapi *ka)
 		pthread_join(ka->waker, NULL);
 	}
 	free(ka->openapi_index);
+	json_decref(ka->crds);
 	rbac_free(ka->rbac);
 	auth_cache_free(ka->tokens);
 	row_cache_free(ka->rows);
@@ -381,6 +390,8 @@ static enum http_result reply_resource_list(struct kubeapi *ka, struct http_req 
 						      "customresourcedefinition", "namespaced", 0, "kind",
 						      "CustomResourceDefinition", "verbs", "get", "list",
 						      "shortNames", "crd"));
+		json_array_append_new(json_object_get(json_array_get(list, json_array_size(list) - 1), "verbs"),
+				      json_string("watch"));
 		any = true;
 	}
 	for (i = 0; i < ka->reg->n; i++) {
@@ -392,6 +403,11 @@ static enum http_result reply_resource_list(struct kubeapi *ka, struct http_req 
 		json_array_append_new(list, resource_entry(k, false));
 		if (k->has_status)
 			json_array_append_new(list, resource_entry(k, true));
+		if (k->scale_spec_replicas)
+			json_array_append_new(list, json_pack("{s:s+,s:s,s:b,s:s,s:s,s:s,s:[sss]}", "name", k->plural,
+							      "/scale", "singularName", "", "namespaced", k->namespaced,
+							      "group", "autoscaling", "version", "v1", "kind", "Scale",
+							      "verbs", "get", "patch", "update"));
 		if (!k->group[0] && strcmp(k->plural, "serviceaccounts") == 0)
 			json_array_append_new(list, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[s]}", "name",
 							      "serviceaccounts/token", "singularName", "",
@@ -855,6 +871,7 @@ struct target {
 	char ns[256];     /* "" = cluster-scoped or all namespaces */
 	char name[256];   /* "" = collection */
 	bool status;
+	bool scale;       /* the scale subresource (autoscaling/v1 Scale) */
 	bool token;       /* serviceaccounts/NAME/token (TokenRequest) */
 	bool crd;         /* apiextensions customresourcedefinitions */
 };
@@ -918,6 +935,8 @@ static int parse_target(struct kubeapi *ka, const char *path, struct target *t)
 				if (strcmp(p, "/token") == 0 && !t->group[0] &&
 				    strcmp(t->plural, "serviceaccounts") == 0)
 					t->token = true;
+				else if (strcmp(p, "/scale") == 0)
+					t->scale = true;
 				else if (strcmp(p, "/status") != 0)
 					return -ENOENT;
 				else
@@ -934,9 +953,12 @@ static int parse_target(struct kubeapi *ka, const char *path, struct target *t)
 		if (*p && !seg(&p, t->name, sizeof(t->name)))
 			return -ENOENT;
 		if (*p) {
-			if (strcmp(p, "/status") != 0)
+			if (strcmp(p, "/scale") == 0)
+				t->scale = true;
+			else if (strcmp(p, "/status") != 0)
 				return -ENOENT;
-			t->status = true;
+			else
+				t->status = true;
 		}
 	}
 	if (strcmp(t->group, "apiextensions.k8s.io") == 0 && strcmp(t->plural, "customresourcedefinitions") == 0 &&
@@ -949,6 +971,8 @@ static int parse_target(struct kubeapi *ka, const char *path, struct target *t)
 		return -ENOENT;
 	if (t->status && !t->k->has_status)
 		return -ENOENT;
+	if (t->scale && !t->k->scale_spec_replicas)
+		return -ENOENT;
 	if (!t->k->namespaced && t->ns[0])
 		return -ENOENT;
 	return 0;
@@ -959,6 +983,42 @@ static bool wants_table(struct http_req *req)
 	const char *accept = http_header(req, "Accept");
 
 	return accept && strstr(accept, "as=Table") != NULL;
+}
+
+/* Metadata-only replies (client-go's metadata client, controller-runtime's
+ * PartialObjectMetadata): an Accept media type with
+ * as=PartialObjectMetadata or as=PartialObjectMetadataList and
+ * g=meta.k8s.io; the version (v1 or v1beta1) it names, or NULL.  Tables
+ * win when asked for first.  Replies are JSON whatever the media type (the
+ * client reads a reply by its Content-Type). */
+static const char *wants_meta(struct http_req *req)
+{
+	const char *accept = http_header(req, "Accept"), *p;
+
+	if (!accept || wants_table(req) || !strstr(accept, "as=PartialObjectMetadata"))
+		return NULL;
+	for (p = accept; p && *p; ) {
+		const char *end = strchr(p, ','), *as = strstr(p, "as=PartialObjectMetadata"), *g = strstr(p, "g=meta.k8s.io");
+		const char *v = strstr(p, "v=v1beta1");
+
+		if (as && (!end || as < end) && g && (!end || g < end))
+			return v && (!end || v < end) ? "v1beta1" : "v1";
+		p = end ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* The PartialObjectMetadata of an object: its metadata under the meta.k8s.io
+ * kind, as JSON text (a new string) or NULL. */
+static char *meta_text(const json_t *obj, const char *version)
+{
+	json_t *m = json_object_get(obj, "metadata");
+	json_t *pom = json_pack("{s:s,s:s+,s:o}", "kind", "PartialObjectMetadata", "apiVersion", "meta.k8s.io/", version,
+				"metadata", m ? json_incref(m) : json_object());
+	char *s = pom ? json_dumps(pom, JSON_COMPACT) : NULL;
+
+	json_decref(pom);
+	return s;
 }
 
 static enum table_include table_include_param(struct http_req *req)
@@ -975,6 +1035,10 @@ static enum table_include table_include_param(struct http_req *req)
 /* A kind served from another kind's storage (events.k8s.io Events) reads
  * and writes through the stored kind; objects are converted at the edge. */
 #define STORED(k) ((k)->stored_as ? (k)->stored_as : (k))
+/* Writes through a CRD version served converted from the storage version
+ * go to the kube layer as that version (it checks the body in that version
+ * and converts it); events.k8s.io Events are converted here. */
+#define WRITE_KIND(k) (kube_convert_is_version(k) ? (k) : STORED(k))
 
 /* Convert a request body (object or patch) of a converted kind to the stored
  * form in place; a JSON Patch has its paths rewritten. */
@@ -982,7 +1046,7 @@ static void body_to_stored(const struct kube_kind *k, json_t **body, const char 
 {
 	json_t *c;
 
-	if (!k->stored_as || !*body)
+	if (!k->stored_as || !*body || kube_convert_is_version(k))
 		return;
 	if (content_type && strstr(content_type, "json-patch") && json_is_array(*body)) {
 		size_t i;
@@ -1061,11 +1125,30 @@ static char *maybe_protobuf(struct http_req *req, const struct kube_kind *k, cha
 static enum http_result reply_object(struct http_req *req, const struct kube_kind *k, unsigned status,
 				    const json_t *obj, json_t *warnings, char *text, size_t text_len)
 {
-	const char *ctype = "application/json";
+	const char *ctype = "application/json", *meta = wants_meta(req);
 	struct http_response *resp;
 	size_t len;
 	char *s;
 
+	if (meta && (obj || text)) {
+		json_t *o = obj ? json_incref((json_t *)obj) : json_loadb(text, text_len, 0, NULL), *c;
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+
+		if (o && json_is_object(json_object_get(o, "metadata")) && !(kind && strcmp(kind, "Status") == 0)) {
+			c = k && kube_convert_is_version(k) ? kube_convert(k, o, false) : json_incref(o);
+			s = c ? meta_text(c, meta) : NULL;
+			json_decref(c);
+			json_decref(o);
+			if (s) {
+				free(text);
+				text = s;
+				text_len = strlen(s);
+				k = NULL; /* as it is: no conversion, Table or protobuf */
+			}
+		} else {
+			json_decref(o);
+		}
+	}
 	if (k && k->stored_as && !wants_table(req)) {
 		size_t clen = 0;
 		char *c = NULL;
@@ -1089,9 +1172,11 @@ static enum http_result reply_object(struct http_req *req, const struct kube_kin
 		s = text;
 		len = text_len;
 	} else if (k && wants_table(req)) {
-		json_t *rows = json_array(), *tbl;
+		json_t *rows = json_array(), *tbl, *vobj = kube_convert_is_version(k) ? kube_convert(k, obj, false) :
+			json_incref((json_t *)obj);
 
-		json_array_append_new(rows, table_row(k->columns, obj, table_include_param(req), time(NULL)));
+		json_array_append_new(rows, table_row(k->columns, vobj, table_include_param(req), time(NULL)));
+		json_decref(vobj);
 		tbl = json_pack("{s:s,s:s,s:{s:O},s:o,s:o}", "kind", "Table", "apiVersion", "meta.k8s.io/v1",
 				"metadata", "resourceVersion",
 				json_object_get(json_object_get(obj, "metadata"), "resourceVersion") ?
@@ -1386,6 +1471,7 @@ struct list_ctx {
 	label_selector *ls;
 	field_selector *fs;
 	bool table;
+	const char *meta;        /* metadata-only items: meta.k8s.io version */
 	enum table_include include;
 	time_t now;
 	strbuf out;
@@ -1428,10 +1514,18 @@ static int list_visit(const store_obj *so, void *userdata)
 			return r;
 		}
 	}
-	if (lc->ls || lc->fs || lc->table) {
+	if (lc->ls || lc->fs || lc->table || lc->meta) {
 		obj = json_loadb(so->json, so->len, 0, NULL);
 		if (!obj)
 			return 0;
+		if ((lc->table || lc->meta) && kube_convert_is_version(lc->k)) {
+			json_t *c = kube_convert(lc->k, obj, false);
+
+			json_decref(obj);
+			obj = c;
+			if (!obj)
+				return 0;
+		}
 		if (lc->ls && !label_selector_matches(lc->ls, json_object_get(json_object_get(obj, "metadata"), "labels"))) {
 			json_decref(obj);
 			return 0;
@@ -1466,6 +1560,18 @@ static int list_visit(const store_obj *so, void *userdata)
 		}
 	} else if (lc->table) {
 		json_array_append_new(lc->rows, table_row(lc->k->columns, obj, lc->include, lc->now));
+	} else if (lc->meta) {
+		char *c = meta_text(obj, lc->meta);
+
+		if (c && lc->count)
+			strbuf_addch(&lc->out, ',');
+		if (!c || strbuf_adds(&lc->out, c) < 0) {
+			free(c);
+			json_decref(obj);
+			lc->err = -ENOMEM;
+			return -ENOMEM;
+		}
+		free(c);
 	} else if (lc->k->stored_as) {
 		size_t clen = 0;
 		char *c = text_from_stored(lc->k, so->json, so->len, &clen);
@@ -1561,9 +1667,12 @@ static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, co
 		return reply_kerr(req, t, &err, NULL, NULL);
 	}
 	lc.table = wants_table(req);
+	lc.meta = wants_meta(req);
 	lc.include = table_include_param(req);
 	lc.now = time(NULL);
-	if (lc.table)
+	/* Rows are cached per stored object; a converted version has its own
+	 * columns over its own form, so it is not cached. */
+	if (lc.table && !kube_convert_is_version(t->k))
 		lc.cache = ka->rows;
 	lc.rows = json_array();
 	strbuf_init(&lc.out, 0);
@@ -1631,8 +1740,12 @@ static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, co
 		}
 		json_decref(lc.rows);
 		strbuf_grow(&sb, lc.out.len + 256);
-		strbuf_addf(&sb, "{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"",
-			    t->k->api_version, t->k->list_kind, (long long)rev);
+		if (lc.meta)
+			strbuf_addf(&sb, "{\"apiVersion\":\"meta.k8s.io/%s\",\"kind\":\"PartialObjectMetadataList\","
+				    "\"metadata\":{\"resourceVersion\":\"%lld\"", lc.meta, (long long)rev);
+		else
+			strbuf_addf(&sb, "{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"",
+				    t->k->api_version, t->k->list_kind, (long long)rev);
 		if (tok)
 			strbuf_addf(&sb, ",\"continue\":\"%s\"", tok);
 		free(tok);
@@ -1647,7 +1760,8 @@ static enum http_result handle_list(struct kubeapi *ka, struct http_req *req, co
 		{
 			const char *ctype = "application/json";
 
-			body = maybe_protobuf(req, t->k, body, &len, &ctype);
+			if (!lc.meta)
+				body = maybe_protobuf(req, t->k, body, &len, &ctype);
 			return http_reply_owned(req, 200, ctype, body, len);
 		}
 	}
@@ -1673,6 +1787,7 @@ struct watch_state {
 	field_selector *fs;
 	json_t *matched;   /* with a selector: keys of objects in the selection */
 	bool table;
+	const char *meta;  /* metadata-only events: meta.k8s.io version */
 	bool proto;        /* protobuf framing (the client asked for it first) */
 	enum table_include include;
 	int64_t rev;
@@ -1767,9 +1882,15 @@ static void watch_put(struct watch_state *ws, const char *type, const char *obj,
 static void watch_bookmark(struct watch_state *ws, bool initial_end)
 {
 	char o[1024];
-	int n = snprintf(o, sizeof(o),
+	char av[64];
+	int n;
+
+	if (ws->meta)
+		snprintf(av, sizeof(av), "meta.k8s.io/%s", ws->meta);
+	n = snprintf(o, sizeof(o),
 			 "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"%s}}",
-			 ws->k->kind, ws->k->api_version, (long long)ws->rev,
+			 ws->meta ? "PartialObjectMetadata" : ws->k->kind, ws->meta ? av : ws->k->api_version,
+			 (long long)ws->rev,
 			 initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : "");
 
 	if (n > 0 && (size_t)n < sizeof(o))
@@ -1809,10 +1930,18 @@ static int watch_emit_opt(struct watch_state *ws, const char *type, const store_
 {
 	json_t *obj = NULL;
 
-	if (ws->ls || ws->fs || ws->table) {
+	if (ws->ls || ws->fs || ws->table || ws->meta) {
 		obj = json_loadb(so->json, so->len, 0, NULL);
 		if (!obj)
 			return 0;
+		if ((ws->table || ws->meta) && kube_convert_is_version(ws->k)) {
+			json_t *c = kube_convert(ws->k, obj, false);
+
+			json_decref(obj);
+			obj = c;
+			if (!obj)
+				return 0;
+		}
 	}
 	if (ws->ls || ws->fs) {
 		bool m = (!ws->ls || label_selector_matches(ws->ls, json_object_get(json_object_get(obj, "metadata"), "labels"))) &&
@@ -1823,6 +1952,15 @@ static int watch_emit_opt(struct watch_state *ws, const char *type, const store_
 			json_decref(obj);
 			return 0;
 		}
+	}
+	if (ws->meta) {
+		char *c = meta_text(obj, ws->meta);
+
+		if (c)
+			watch_put(ws, type, c, strlen(c));
+		free(c);
+		json_decref(obj);
+		return 0;
 	}
 	if (!ws->table) {
 		if (ws->k->stored_as) {
@@ -2064,7 +2202,8 @@ static enum http_result handle_watch(struct kubeapi *ka, struct http_req *req, c
 	ws->k = t->k;
 	snprintf(ws->ns, sizeof(ws->ns), "%s", t->ns);
 	ws->table = wants_table(req);
-	ws->proto = !ws->table && kube_proto_accept_first(http_header(req, "Accept")) &&
+	ws->meta = wants_meta(req);
+	ws->proto = !ws->table && !ws->meta && kube_proto_accept_first(http_header(req, "Accept")) &&
 		    kube_proto_kind(t->k->api_version, t->k->kind);
 	ws->first_table = true;
 	ws->include = table_include_param(req);
@@ -2123,21 +2262,25 @@ static enum http_result handle_watch(struct kubeapi *ka, struct http_req *req, c
 
 /* --- CRDs as objects ------------------------------------------------------ */
 
-static enum http_result handle_crd(struct kubeapi *ka, struct http_req *req, const struct target *t)
+/* The CRDs are part of the build: served read-only, at resourceVersion 1,
+ * with the metadata and status a cluster would show (a uid derived from the
+ * name, so it is the same on every start and every replica; Established). */
+#define CRD_RV "1"
+
+static json_t *served_crds(const struct kube_registry *reg)
 {
-	json_t *items = json_array(), *seen = json_object(), *doc;
-	enum http_result r;
+	json_t *out = json_array(), *seen = json_object();
+	char now[32];
 	size_t i;
 
-	if (strcmp(req->method, "GET") != 0) {
-		json_decref(items);
-		json_decref(seen);
-		return reply_err(req, 405, "MethodNotAllowed",
-				 "the server does not allow this method on the requested resource: CustomResourceDefinitions are part of agenthub's build (config/crd/)");
-	}
-	for (i = 0; i < ka->reg->n; i++) {
-		const struct kube_kind *k = ka->reg->kinds[i];
+	util_now_rfc3339(now, sizeof(now));
+	for (i = 0; out && i < reg->n; i++) {
+		const struct kube_kind *k = reg->kinds[i];
+		json_t *doc, *meta, *versions, *v, *stored;
 		const char *name;
+		uint64_t h = 1469598103934665603ULL;
+		char uid[40];
+		size_t j;
 
 		if (!k->crd)
 			continue;
@@ -2145,25 +2288,283 @@ static enum http_result handle_crd(struct kubeapi *ka, struct http_req *req, con
 		if (!name || json_object_get(seen, name))
 			continue;
 		json_object_set_new(seen, name, json_true());
-		if (t->name[0] && strcmp(t->name, name) == 0) {
-			doc = json_deep_copy(k->crd);
-			json_object_set_new(json_object_get(doc, "metadata"), "resourceVersion", json_string("1"));
-			json_decref(items);
-			json_decref(seen);
+		stored = json_array();
+		for (const char *c = name; *c; c++)
+			h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+		snprintf(uid, sizeof(uid), "%08x-%04x-4%03x-8%03x-%012llx", (unsigned)(h >> 32), (unsigned)(h >> 16) & 0xffff,
+			 (unsigned)h & 0xfff, (unsigned)(h >> 40) & 0xfff, (unsigned long long)(h * 31) & 0xffffffffffffULL);
+		doc = json_deep_copy(k->crd);
+		meta = json_object_get(doc, "metadata");
+		json_object_set_new(meta, "uid", json_string(uid));
+		json_object_set_new(meta, "resourceVersion", json_string(CRD_RV));
+		json_object_set_new(meta, "generation", json_integer(1));
+		json_object_set_new(meta, "creationTimestamp", json_string(now));
+		versions = json_object_get(json_object_get(doc, "spec"), "versions");
+		json_array_foreach(versions, j, v)
+			if (json_is_true(json_object_get(v, "storage")))
+				json_array_append(stored, json_object_get(v, "name"));
+		json_object_set_new(doc, "status", json_pack("{s:O,s:o,s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}",
+			"acceptedNames", json_object_get(json_object_get(doc, "spec"), "names"), "storedVersions", stored,
+			"conditions", "type", "NamesAccepted", "status", "True", "lastTransitionTime", now,
+			"reason", "NoConflicts", "message", "no conflicts found",
+			"type", "Established", "status", "True", "lastTransitionTime", now,
+			"reason", "InitialNamesAccepted", "message", "the initial names have been accepted"));
+		json_array_append_new(out, doc);
+	}
+	json_decref(seen);
+	return out;
+}
+
+static const char *crd_name(const json_t *crd)
+{
+	return json_string_value(json_object_get(json_object_get(crd, "metadata"), "name"));
+}
+
+static char *crd_text(const json_t *crd, const char *meta)
+{
+	return meta ? meta_text(crd, meta) : json_dumps(crd, JSON_COMPACT);
+}
+
+/* A watch of the CRDs: they never change, so it is the initial ADDED events
+ * (when asked for), then bookmarks until the deadline. */
+struct crd_watch {
+	struct http_req *req;
+	strbuf pending;
+	size_t off;
+	const char *meta;
+	bool bookmarks;
+	int64_t deadline_ms, next_bookmark_ms;
+};
+
+static void crd_watch_free(void *cls)
+{
+	struct crd_watch *cw = cls;
+
+	hm_watch(-1);
+	strbuf_release(&cw->pending);
+	free(cw);
+}
+
+static void crd_watch_bookmark(struct crd_watch *cw, bool initial_end)
+{
+	strbuf_addf(&cw->pending, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s%s\","
+		    "\"metadata\":{\"resourceVersion\":\"" CRD_RV "\"%s}}}\n",
+		    cw->meta ? "PartialObjectMetadata" : "CustomResourceDefinition",
+		    cw->meta ? "meta.k8s.io/" : "apiextensions.k8s.io/v1", cw->meta ? cw->meta : "",
+		    initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : "");
+}
+
+static int64_t crd_next_bookmark(const struct crd_watch *cw, int64_t now)
+{
+	int64_t t = now + WATCH_BOOKMARK_MS, pre = cw->deadline_ms - WATCH_BOOKMARK_BEFORE_DEADLINE_MS;
+
+	if (pre < t)
+		t = pre;
+	return t > now ? t : 0;
+}
+
+static ssize_t crd_watch_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct crd_watch *cw = cls;
+
+	(void)pos;
+	for (;;) {
+		unsigned gen = http_streams_gen();
+		int64_t now;
+
+		if (cw->off < cw->pending.len) {
+			size_t n = cw->pending.len - cw->off;
+
+			if (n > max)
+				n = max;
+			memcpy(buf, cw->pending.buf + cw->off, n);
+			cw->off += n;
+			if (cw->off == cw->pending.len) {
+				strbuf_reset(&cw->pending);
+				cw->off = 0;
+			}
+			return (ssize_t)n;
+		}
+		now = util_mono_ms();
+		if (http_server_stopping() || now >= cw->deadline_ms)
+			return HTTP_STREAM_END;
+		if (cw->bookmarks && cw->next_bookmark_ms && now >= cw->next_bookmark_ms) {
+			crd_watch_bookmark(cw, false);
+			cw->next_bookmark_ms = crd_next_bookmark(cw, now);
+			continue;
+		}
+		/* Nothing will happen but time: the server's one-second tick
+		 * wakes the stream. */
+		if (http_stream_suspend(cw->req, gen))
+			return 0;
+	}
+}
+
+static enum http_result crd_watch_start(struct kubeapi *ka, struct http_req *req, label_selector *ls,
+					 field_selector *fs)
+{
+	const char *rv = http_query(req, "resourceVersion"), *to = http_query(req, "timeoutSeconds");
+	const char *bm = http_query(req, "allowWatchBookmarks"), *sie = http_query(req, "sendInitialEvents");
+	const char *match = http_query(req, "resourceVersionMatch");
+	long timeout = ka->opts.max_watch_seconds;
+	int send_initial = -1;
+	bool initial;
+	struct crd_watch *cw;
+	json_t *crd;
+	size_t i;
+
+	if (sie && *sie && (send_initial = parse_bool(sie)) < 0)
+		return reply_err(req, 400, "BadRequest", "sendInitialEvents: invalid value \"%s\"", sie);
+	if (send_initial >= 0 && (!match || strcmp(match, "NotOlderThan") != 0))
+		return reply_list_options_invalid(req, "resourceVersionMatch", "FieldValueForbidden",
+						  "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+	if (match && *match && send_initial < 0)
+		return reply_list_options_invalid(req, "resourceVersionMatch", "FieldValueForbidden",
+						  "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
+	if (rv && *rv) {
+		char *end;
+		long long v = strtoll(rv, &end, 10);
+
+		if (*end || v < 0)
+			return reply_err(req, 400, "BadRequest", "invalid resource version: %s", rv);
+	}
+	/* From "now" (a resourceVersion, or sendInitialEvents=false) nothing
+	 * ever happens; otherwise the CRDs come first. */
+	initial = send_initial == 1 || (send_initial < 0 && (!rv || !*rv || strcmp(rv, "0") == 0));
+	cw = calloc(1, sizeof(*cw));
+	if (!cw)
+		return HTTP_NO;
+	cw->req = req;
+	cw->meta = wants_meta(req);
+	cw->bookmarks = bm && parse_bool(bm) == 1;
+	strbuf_init(&cw->pending, 0);
+	if (to && *to) {
+		long v = strtol(to, NULL, 10);
+
+		if (v > 0 && v < timeout)
+			timeout = v;
+	}
+	cw->deadline_ms = util_mono_ms() + timeout * 1000;
+	cw->next_bookmark_ms = crd_next_bookmark(cw, util_mono_ms());
+	json_array_foreach(initial ? ka->crds : NULL, i, crd) {
+		char *txt;
+
+		if (ls && !label_selector_matches(ls, json_object_get(json_object_get(crd, "metadata"), "labels")))
+			continue;
+		if (fs && !field_selector_matches(fs, crd))
+			continue;
+		txt = crd_text(crd, cw->meta);
+		if (txt)
+			strbuf_addf(&cw->pending, "{\"type\":\"ADDED\",\"object\":%s}\n", txt);
+		free(txt);
+	}
+	if (send_initial == 1 && cw->bookmarks)
+		crd_watch_bookmark(cw, true);
+	hm_watch(1);
+	return http_reply_stream(req, 200, "application/json", crd_watch_read, cw, crd_watch_free);
+}
+
+/* A Table of CRDs, with kube-apiserver's columns (NAME, CREATED AT). */
+static json_t *crd_table(struct http_req *req, json_t *items)
+{
+	enum table_include inc = table_include_param(req);
+	json_t *rows = json_array(), *crd;
+	size_t i;
+
+	json_array_foreach(items, i, crd) {
+		json_t *row = json_pack("{s:[s,O]}", "cells", crd_name(crd),
+					json_object_get(json_object_get(crd, "metadata"), "creationTimestamp"));
+
+		if (inc == TABLE_INCLUDE_OBJECT)
+			json_object_set(row, "object", crd);
+		else if (inc == TABLE_INCLUDE_METADATA)
+			json_object_set_new(row, "object", json_pack("{s:s,s:s,s:O}", "kind", "PartialObjectMetadata",
+								     "apiVersion", "meta.k8s.io/v1", "metadata",
+								     json_object_get(crd, "metadata")));
+		json_array_append_new(rows, row);
+	}
+	return json_pack("{s:s,s:s,s:{s:s},s:[{s:s,s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:s,s:i}],s:o}", "kind", "Table",
+			 "apiVersion", "meta.k8s.io/v1", "metadata", "resourceVersion", CRD_RV, "columnDefinitions",
+			 "name", "Name", "type", "string", "format", "name", "description",
+			 "Name must be unique within a namespace.", "priority", 0,
+			 "name", "Created At", "type", "date", "format", "", "description",
+			 "CreationTimestamp is a timestamp representing the server time when this object was created.",
+			 "priority", 0, "rows", rows);
+}
+
+/* GET of customresourcedefinitions: get, list (label and field selectors),
+ * watch; as objects, as a Table, or metadata-only. */
+static enum http_result handle_crd(struct kubeapi *ka, struct http_req *req, const struct target *t)
+{
+	const char *meta = wants_meta(req);
+	label_selector *ls = NULL;
+	field_selector *fs = NULL;
+	json_t *items, *crd = NULL, *doc;
+	enum http_result r;
+	bool w = false;
+	ah_err err;
+	size_t i;
+
+	if (strcmp(req->method, "GET") != 0)
+		return reply_err(req, 405, "MethodNotAllowed",
+				 "the server does not allow this method on the requested resource: CustomResourceDefinitions are part of agenthub's build (config/crd/)");
+	if (t->name[0]) {
+		char *txt;
+
+		json_t *c;
+
+		crd = NULL;
+		json_array_foreach(ka->crds, i, c)
+			if (!crd && strcmp(crd_name(c), t->name) == 0)
+				crd = c;
+		if (!crd)
+			return reply_err(req, 404, "NotFound",
+					 "customresourcedefinitions.apiextensions.k8s.io \"%s\" not found", t->name);
+		if (wants_table(req)) {
+			json_t *one = json_pack("[O]", crd);
+
+			doc = crd_table(req, one);
+			json_decref(one);
 			r = http_reply_json(req, 200, doc);
 			json_decref(doc);
 			return r;
 		}
-		json_array_append(items, k->crd);
+		txt = crd_text(crd, meta);
+		return txt ? http_reply_owned(req, 200, "application/json", txt, strlen(txt)) : HTTP_NO;
 	}
-	json_decref(seen);
-	if (t->name[0]) {
+	if (parse_selectors(req, NULL, &ls, &fs, &err) < 0)
+		return kubeapi_reply_status(req, &err, "apiextensions.k8s.io", "customresourcedefinitions", NULL, NULL);
+	if (http_query(req, "watch") && http_parse_bool(http_query(req, "watch"), &w) == 0 && w) {
+		r = crd_watch_start(ka, req, ls, fs);
+		label_selector_free(ls);
+		field_selector_free(fs);
+		return r;
+	}
+	items = json_array();
+	json_array_foreach(ka->crds, i, crd) {
+		if (ls && !label_selector_matches(ls, json_object_get(json_object_get(crd, "metadata"), "labels")))
+			continue;
+		if (fs && !field_selector_matches(fs, crd))
+			continue;
+		if (meta)
+			json_array_append_new(items, json_pack("{s:s,s:s+,s:O}", "kind", "PartialObjectMetadata",
+							       "apiVersion", "meta.k8s.io/", meta, "metadata",
+							       json_object_get(crd, "metadata")));
+		else
+			json_array_append(items, crd);
+	}
+	label_selector_free(ls);
+	field_selector_free(fs);
+	if (wants_table(req)) {
+		doc = crd_table(req, items);
 		json_decref(items);
-		return reply_err(req, 404, "NotFound",
-				 "customresourcedefinitions.apiextensions.k8s.io \"%s\" not found", t->name);
+	} else if (meta) {
+		doc = json_pack("{s:s+,s:s,s:{s:s},s:o}", "apiVersion", "meta.k8s.io/", meta, "kind",
+				"PartialObjectMetadataList", "metadata", "resourceVersion", CRD_RV, "items", items);
+	} else {
+		doc = json_pack("{s:s,s:s,s:{s:s},s:o}", "apiVersion", "apiextensions.k8s.io/v1", "kind",
+				"CustomResourceDefinitionList", "metadata", "resourceVersion", CRD_RV, "items", items);
 	}
-	doc = json_pack("{s:s,s:s,s:{s:s},s:o}", "apiVersion", "apiextensions.k8s.io/v1", "kind",
-			"CustomResourceDefinitionList", "metadata", "resourceVersion", "1", "items", items);
 	r = http_reply_json(req, 200, doc);
 	json_decref(doc);
 	return r;
@@ -2288,7 +2689,7 @@ static enum http_result handle_resource(struct kubeapi *ka, struct http_req *req
 				goto fail;
 			body_to_stored(t->k, &body, NULL);
 			o.want_text = true;
-			r = kube_create(ka->api, STORED(t->k), t->ns, body, &o, &ret, &err);
+			r = kube_create(ka->api, WRITE_KIND(t->k), t->ns, body, &o, &ret, &err);
 			if (r < 0)
 				goto fail;
 			res = reply_object(req, t->k, 201, ret, warnings, o.text, o.text_len);
@@ -2328,7 +2729,7 @@ static enum http_result handle_resource(struct kubeapi *ka, struct http_req *req
 			goto fail;
 		body_to_stored(t->k, &body, NULL);
 		o.want_text = true;
-		r = kube_update(ka->api, STORED(t->k), t->ns, t->name, body, &o, &ret, &err);
+		r = kube_update(ka->api, WRITE_KIND(t->k), t->ns, t->name, body, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
 		res = reply_object(req, t->k, 200, ret, warnings, o.text, o.text_len);
@@ -2362,7 +2763,7 @@ static enum http_result handle_resource(struct kubeapi *ka, struct http_req *req
 			goto fail;
 		body_to_stored(t->k, &body, ct);
 		o.want_text = true;
-		r = kube_patch(ka->api, STORED(t->k), t->ns, t->name, ct, body, &o, &ret, &err);
+		r = kube_patch(ka->api, WRITE_KIND(t->k), t->ns, t->name, ct, body, &o, &ret, &err);
 		if (r < 0)
 			goto fail;
 		res = reply_object(req, t->k, o.created ? 201 : 200, ret, warnings, o.text, o.text_len);
@@ -2426,6 +2827,218 @@ done:
 	return res;
 }
 
+/* --- the scale subresource ----------------------------------------------- */
+
+/* A CRD's scale paths are simple JSON paths (".spec.replicas"). */
+static json_t *path_get(const json_t *o, const char *path)
+{
+	char key[128];
+	const char *p = path, *dot;
+
+	if (!path || *p != '.')
+		return NULL;
+	p++;
+	while (o && (dot = strchr(p, '.')) != NULL) {
+		size_t n = (size_t)(dot - p);
+
+		if (n >= sizeof(key))
+			return NULL;
+		memcpy(key, p, n);
+		key[n] = '\0';
+		o = json_object_get(o, key);
+		p = dot + 1;
+	}
+	return json_is_object(o) ? json_object_get(o, p) : NULL;
+}
+
+static int path_set(json_t *o, const char *path, json_t *v)
+{
+	char key[128];
+	const char *p = path, *dot;
+
+	if (!path || *p != '.') {
+		json_decref(v);
+		return -EINVAL;
+	}
+	p++;
+	while ((dot = strchr(p, '.')) != NULL) {
+		size_t n = (size_t)(dot - p);
+		json_t *next;
+
+		if (n >= sizeof(key)) {
+			json_decref(v);
+			return -EINVAL;
+		}
+		memcpy(key, p, n);
+		key[n] = '\0';
+		next = json_object_get(o, key);
+		if (!json_is_object(next)) {
+			next = json_object();
+			json_object_set_new(o, key, next);
+		}
+		o = next;
+		p = dot + 1;
+	}
+	return json_object_set_new(o, p, v);
+}
+
+/* The autoscaling/v1 Scale of an object (stored form), as kube-apiserver
+ * builds it for a custom resource. */
+static json_t *scale_of(const struct kube_kind *k, const json_t *obj)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	json_t *sc, *m = json_object(), *spec = json_object(), *status = json_object();
+	json_t *sel = path_get(obj, k->scale_label_selector);
+	json_int_t want = json_integer_value(path_get(obj, k->scale_spec_replicas));
+	const char *keys[] = { "name", "namespace", "uid", "resourceVersion", "creationTimestamp" };
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (json_object_get(meta, keys[i]))
+			json_object_set(m, keys[i], json_object_get(meta, keys[i]));
+	if (want)
+		json_object_set_new(spec, "replicas", json_integer(want));
+	json_object_set_new(status, "replicas", json_integer(json_integer_value(path_get(obj, k->scale_status_replicas))));
+	if (json_is_string(sel) && json_string_length(sel))
+		json_object_set(status, "selector", sel);
+	sc = json_pack("{s:s,s:s,s:o,s:o,s:o}", "kind", "Scale", "apiVersion", "autoscaling/v1", "metadata", m,
+		       "spec", spec, "status", status);
+	return sc;
+}
+
+/* GET, PUT and PATCH (JSON merge, strategic merge, JSON patch) of
+ * .../NAME/scale for kinds whose CRD declares the scale subresource: the
+ * Scale's spec.replicas is written to the object's spec replicas path;
+ * status.replicas and status.selector are read from the object. */
+static enum http_result handle_scale(struct kubeapi *ka, struct http_req *req, const struct target *t)
+{
+	const struct kube_kind *sk = STORED(t->k);
+	struct kube_opts o = { 0 };
+	json_t *body = NULL, *obj = NULL, *ret = NULL, *scale = NULL, *want = NULL, *causes = json_array();
+	const char *m = req->method, *ct = NULL;
+	char manager[128];
+	enum http_result res;
+	ah_err err;
+	int r, attempt;
+
+	ah_err_clear(&err);
+	o.causes = causes;
+	field_manager(req, manager, sizeof(manager));
+	o.field_manager = manager;
+	r = parse_opts(req, &o, &err);
+	if (r == 0)
+		r = check_query(req, true, &err);
+	if (r < 0)
+		goto fail;
+	if (strcmp(m, "GET") == 0) {
+		r = kube_get(ka->api, sk, t->ns, t->name, &obj, &err);
+		if (r < 0)
+			goto fail;
+		scale = scale_of(sk, obj);
+		res = http_reply_json(req, 200, scale);
+		goto done;
+	}
+	if (strcmp(m, "PUT") == 0) {
+		r = parse_body(req, BODY_OBJECT, &body, &err);
+	} else if (strcmp(m, "PATCH") == 0) {
+		ct = http_header(req, "Content-Type");
+		if (!ct || (!strstr(ct, "merge-patch+json") && !strstr(ct, "json-patch+json"))) {
+			r = ah_err_set(&err, EINVAL, 415, "UnsupportedMediaType",
+				       "the body of the request was in an unknown format - accepted media types include: "
+				       "application/json-patch+json, application/merge-patch+json, "
+				       "application/strategic-merge-patch+json");
+			goto fail;
+		}
+		r = parse_body(req, BODY_PATCH, &body, &err);
+	} else {
+		r = ah_err_set(&err, EINVAL, 405, "MethodNotAllowed",
+			       "the server does not allow this method on the requested resource");
+	}
+	if (r < 0)
+		goto fail;
+	for (attempt = 0; attempt < 8; attempt++) {
+		const char *want_rv, *rv;
+		json_t *rj;
+
+		json_decref(obj);
+		json_decref(scale);
+		json_decref(want);
+		obj = scale = want = NULL;
+		r = kube_get(ka->api, sk, t->ns, t->name, &obj, &err);
+		if (r < 0)
+			goto fail;
+		scale = scale_of(sk, obj);
+		if (body && strcmp(m, "PUT") == 0) {
+			want = json_incref(body);
+		} else if (strstr(ct, "json-patch+json") && !strstr(ct, "merge")) {
+			r = patch_json(scale, body, &want, &err);
+		} else {
+			r = patch_merge(scale, body, &want, &err);
+		}
+		if (r < 0)
+			goto fail;
+		if (!json_is_object(want)) {
+			r = ah_err_set(&err, EINVAL, 400, "BadRequest", "the body of the request is not a Scale object");
+			goto fail;
+		}
+		rj = json_object_get(json_object_get(want, "spec"), "replicas");
+		if (rj && !json_is_null(rj) && !json_is_integer(rj)) {
+			r = ah_err_set(&err, EINVAL, 400, "BadRequest",
+				       "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal %s into Go struct field ScaleSpec.spec.replicas of type int32",
+				       json_is_string(rj) ? "string" : json_is_real(rj) ? "number" : json_is_boolean(rj) ? "bool" :
+				       json_is_array(rj) ? "array" : "object");
+			goto fail;
+		}
+		if (json_integer_value(rj) < 0 || json_integer_value(rj) > 2147483647) {
+			r = ah_err_set(&err, EINVAL, 422, "Invalid",
+				       "Scale.autoscaling \"%s\" is invalid: spec.replicas: Invalid value: %lld: must be greater than or equal to 0",
+				       t->name, (long long)json_integer_value(rj));
+			if (json_integer_value(rj) > 2147483647)
+				ah_err_set(&err, EINVAL, 422, "Invalid",
+					   "Scale.autoscaling \"%s\" is invalid: spec.replicas: Invalid value: %lld: must be less than or equal to 2147483647",
+					   t->name, (long long)json_integer_value(rj));
+			goto fail;
+		}
+		/* A resourceVersion in the Scale is a precondition. */
+		want_rv = json_string_value(json_object_get(json_object_get(want, "metadata"), "resourceVersion"));
+		rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+		if (want_rv && *want_rv && (!rv || strcmp(want_rv, rv) != 0)) {
+			r = ah_err_set(&err, ESTALE, 409, "Conflict",
+				       "Operation cannot be fulfilled on %s \"%s\": the object has been modified; please apply your changes to the latest version and try again",
+				       kube_kind_resource_name(sk), t->name);
+			goto fail;
+		}
+		r = path_set(obj, sk->scale_spec_replicas, json_integer(json_integer_value(rj)));
+		if (r < 0) {
+			r = ah_err_set(&err, EINVAL, 500, "InternalError", "bad specReplicasPath %s", sk->scale_spec_replicas);
+			goto fail;
+		}
+		json_decref(ret);
+		ret = NULL;
+		r = kube_update(ka->api, sk, t->ns, t->name, obj, &o, &ret, &err);
+		if (r == -ESTALE && !(want_rv && *want_rv))
+			continue;
+		break;
+	}
+	if (r < 0)
+		goto fail;
+	json_decref(scale);
+	scale = scale_of(sk, ret ? ret : obj);
+	res = http_reply_json(req, 200, scale);
+	goto done;
+fail:
+	res = kubeapi_reply_status(req, &err, t->k->group, t->k->plural, t->name, causes);
+done:
+	free(o.text);
+	json_decref(body);
+	json_decref(obj);
+	json_decref(ret);
+	json_decref(scale);
+	json_decref(want);
+	json_decref(causes);
+	return res;
+}
+
 /* The RBAC attributes of a resource request, as kube-apiserver's RequestInfo. */
 static void target_attrs(struct http_req *req, const struct target *t, struct rbac_attrs *a)
 {
@@ -2435,7 +3048,7 @@ static void target_attrs(struct http_req *req, const struct target *t, struct rb
 	a->resource_request = true;
 	a->group = t->group;
 	a->resource = t->plural;
-	a->subresource = t->status ? "status" : t->token ? "token" : "";
+	a->subresource = t->status ? "status" : t->scale ? "scale" : t->token ? "token" : "";
 	a->name = t->name;
 	/* A namespace's own requests are in that namespace. */
 	a->ns = t->ns[0] || strcmp(t->plural, "namespaces") != 0 || t->group[0] ? t->ns : t->name;
@@ -2536,7 +3149,7 @@ enum http_result kubeapi_handle(struct kubeapi *ka, struct http_req *req, bool *
 			return auth_review(ka->rbac, req, t.k, &id);
 		if (auth_check_escalation(ka->api, ka->rbac, &id, req, t.k, t.ns, t.name, &err) < 0)
 			return kubeapi_reply_status(req, &err, t.k->group, t.k->plural, t.name, NULL);
-		res = handle_resource(ka, req, &t);
+		res = t.scale ? handle_scale(ka, req, &t) : handle_resource(ka, req, &t);
 		if (!t.group[0] && strcmp(t.plural, "namespaces") == 0 && !t.status &&
 		    (strcmp(req->method, "POST") == 0 || strcmp(req->method, "PATCH") == 0 ||
 		     strcmp(req->method, "PUT") == 0))

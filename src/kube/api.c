@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "base/util.h"
+#include "kube/convert.h"
 #include "kube/fieldmgr.h"
 #include "kube/patch.h"
 #include "kube/schema.h"
@@ -821,9 +822,47 @@ static int record_managed_sent(const struct kube_kind *k, struct kube_opts *o, c
 	return r;
 }
 
+/* A write through a CRD version served converted from the storage version
+ * (kube/convert.h): the body is checked in its own version first, as
+ * kube-apiserver does (type meta, metadata, pruning with the served
+ * version's schema and its unknown-field warnings or strict errors,
+ * defaulting, validation), then converted.  0 and *conv (a new object in
+ * the stored form), or a negative errno with err set. */
+static int to_storage_version(const struct kube_kind *k, const json_t *body, struct kube_opts *o, json_t **conv,
+			      ah_err *err)
+{
+	json_t *copy = json_deep_copy(body), *causes = o && o->causes ? json_incref(o->causes) : json_array();
+	int n;
+
+	*conv = NULL;
+	n = copy ? check_type_meta(k, copy, err) : -ENOMEM;
+	if (n == 0)
+		n = check_object(k, copy, o, causes, err);
+	if (n > 0)
+		n = invalid_error(k, mstr(copy, "name") ? mstr(copy, "name") : "", causes, err);
+	if (n == 0) {
+		*conv = kube_convert(k, copy, true);
+		if (!*conv)
+			n = -ENOMEM;
+	}
+	json_decref(copy);
+	json_decref(causes);
+	return n;
+}
+
 int kube_create(struct kube_api *api, const struct kube_kind *k, const char *ns, json_t *body,
 		struct kube_opts *o, json_t **ret, ah_err *err)
 {
+	if (kube_convert_is_version(k)) {
+		json_t *conv;
+		int cr = to_storage_version(k, body, o, &conv, err);
+
+		if (cr < 0)
+			return cr;
+		cr = kube_create(api, k->stored_as, ns, conv, o, ret, err);
+		json_decref(conv);
+		return cr;
+	}
 	json_t *obj, *meta, *sent_mf = NULL, *causes = o && o->causes ? json_incref(o->causes) : json_array();
 	const char *name, *bns;
 	char uid[40], now[32], gen_name[300];
@@ -1234,6 +1273,16 @@ int kube_update(struct kube_api *api, const struct kube_kind *k, const char *ns,
 	int64_t rev;
 	int r;
 
+	if (kube_convert_is_version(k)) {
+		json_t *conv;
+
+		r = to_storage_version(k, body, o, &conv, err);
+		if (r < 0)
+			return r;
+		r = kube_update(api, k->stored_as, ns, name, conv, o, ret, err);
+		json_decref(conv);
+		return r;
+	}
 	if (!k->namespaced)
 		ns = "";
 	r = check_type_meta(k, body, err);
@@ -1364,12 +1413,28 @@ int kube_patch(struct kube_api *api, const struct kube_kind *k, const char *ns, 
 {
 	int attempt, r = 0;
 
+	/* A CRD version served converted from the storage version: the patch
+	 * applies to the object as that version shows it, which is then
+	 * checked in that version and converted back (kube-apiserver patches
+	 * in the request's version too).  An apply configuration is converted
+	 * as it is. */
+	const struct kube_kind *view = kube_convert_is_version(k) ? k : NULL;
+
+	if (view)
+		k = view->stored_as;
 	if (!k->namespaced)
 		ns = "";
-	if (strstr(patch_type, "apply-patch"))
-		return kube_apply(api, k, ns, name, patch, o, ret, err);
+	if (strstr(patch_type, "apply-patch")) {
+		json_t *conv = view ? kube_convert_partial(view, patch, true) : json_incref((json_t *)patch);
+
+		if (!conv)
+			return -ENOMEM;
+		r = kube_apply(api, k, ns, name, conv, o, ret, err);
+		json_decref(conv);
+		return r;
+	}
 	for (attempt = 0; attempt < PATCH_RETRIES; attempt++) {
-		json_t *old = NULL, *patched = NULL;
+		json_t *old = NULL, *patched = NULL, *base;
 		const char *rv, *orv;
 		bool precondition, merge = false;
 		int64_t rev;
@@ -1377,17 +1442,36 @@ int kube_patch(struct kube_api *api, const struct kube_kind *k, const char *ns, 
 		r = get_with_rev(api, k, ns, name, &old, &rev, err);
 		if (r < 0)
 			return r;
+		base = view ? kube_convert(view, old, false) : json_incref(old);
+		if (!base) {
+			json_decref(old);
+			return -ENOMEM;
+		}
 		if (strstr(patch_type, "json-patch"))
-			r = patch_json(old, patch, &patched, err);
+			r = patch_json(base, patch, &patched, err);
 		else if (strstr(patch_type, "strategic-merge-patch"))
-			r = patch_strategic(old, patch, k->smp_lists, &patched, err);
+			r = patch_strategic(base, patch, k->smp_lists, &patched, err);
 		else {
 			merge = true;
-			r = patch_merge(old, patch, &patched, err);
+			r = patch_merge(base, patch, &patched, err);
 		}
+		json_decref(base);
 		if (r < 0) {
 			json_decref(old);
 			return r;
+		}
+		if (view && json_is_object(patched)) {
+			json_t *conv = NULL;
+
+			r = to_storage_version(view, patched, o, &conv, err);
+			json_decref(patched);
+			if (r < 0) {
+				json_decref(old);
+				return r;
+			}
+			/* The conversion's result shares nothing with the patch. */
+			patched = conv;
+			merge = true;
 		}
 		if (!json_is_object(patched)) {
 			json_decref(old);

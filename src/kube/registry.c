@@ -188,6 +188,9 @@ static void kind_free(struct kube_kind *k)
 	free(k->singular);
 	free(k->api_version);
 	free(k->store_key);
+	free(k->scale_spec_replicas);
+	free(k->scale_status_replicas);
+	free(k->scale_label_selector);
 	json_decref(k->short_names);
 	json_decref(k->categories);
 	json_decref(k->crd);
@@ -304,6 +307,8 @@ static int add_crd(struct kube_registry *reg, json_t *crd, const char *origin, a
 	if (!json_is_object(names) || !json_is_array(versions) || !*jstr(spec, "group"))
 		return ah_err_set(err, EINVAL, 500, "InternalError", "%s: CRD without group, names or versions",
 				  origin);
+	size_t first = reg->n, storage = (size_t)-1;
+
 	json_array_foreach(versions, i, v) {
 		struct kube_kind *k;
 		json_t *sub = json_object_get(v, "subresources");
@@ -333,6 +338,20 @@ static int add_crd(struct kube_registry *reg, json_t *crd, const char *origin, a
 			k->categories = json_array();
 		k->namespaced = strcmp(jstr(spec, "scope"), "Cluster") != 0;
 		k->has_status = json_object_get(sub, "status") != NULL;
+		if (json_is_object(json_object_get(sub, "scale"))) {
+			json_t *sc = json_object_get(sub, "scale");
+
+			if (!*jstr(sc, "specReplicasPath") || !*jstr(sc, "statusReplicasPath")) {
+				kind_free(k);
+				return ah_err_set(err, EINVAL, 500, "InternalError",
+						  "%s: version %s: the scale subresource needs specReplicasPath and statusReplicasPath",
+						  origin, jstr(v, "name"));
+			}
+			k->scale_spec_replicas = strdup(jstr(sc, "specReplicasPath"));
+			k->scale_status_replicas = strdup(jstr(sc, "statusReplicasPath"));
+			if (*jstr(sc, "labelSelectorPath"))
+				k->scale_label_selector = strdup(jstr(sc, "labelSelectorPath"));
+		}
 		k->smp_lists = no_lists;
 		k->crd = json_incref(crd);
 		k->schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
@@ -357,7 +376,19 @@ static int add_crd(struct kube_registry *reg, json_t *crd, const char *origin, a
 			kind_free(k);
 			return r;
 		}
+		if (json_is_true(json_object_get(v, "storage")))
+			storage = reg->n - 1;
 	}
+	/* Several served versions: objects are kept in the storage version, and
+	 * the others are served converted from it (kube/convert.h). */
+	for (i = first; i < reg->n && storage != (size_t)-1; i++) {
+		if (i == storage)
+			continue;
+		reg->kinds[i]->stored_as = reg->kinds[storage];
+	}
+	if (reg->n - first > 1 && storage == (size_t)-1)
+		return ah_err_set(err, EINVAL, 500, "InternalError", "%s: no storage version among the served ones",
+				  origin);
 	return 0;
 }
 
@@ -450,8 +481,9 @@ const struct kube_kind *kube_registry_by_store_key(const struct kube_registry *r
 {
 	size_t i;
 
+	/* The stored kind itself, never a kind served converted from it. */
 	for (i = 0; i < reg->n; i++)
-		if (strcmp(reg->kinds[i]->store_key, store_key) == 0)
+		if (!reg->kinds[i]->stored_as && strcmp(reg->kinds[i]->store_key, store_key) == 0)
 			return reg->kinds[i];
 	return NULL;
 }

@@ -39,9 +39,18 @@ struct kube_kind {
 	table_columns *columns;
 	json_t *printer_columns;
 	const struct smp_list_meta *smp_lists;
+	/* The scale subresource (autoscaling/v1 Scale), from the CRD version's
+	 * subresources.scale: simple JSON paths (".spec.replicas"); NULL when
+	 * the kind has none (label_selector may be NULL alone). */
+	char *scale_spec_replicas;
+	char *scale_status_replicas;
+	char *scale_label_selector;
 	/* Kinds served from another kind's storage (events.k8s.io Event from
-	 * the core Event): the stored kind, whose objects are converted on the
-	 * way in and out (kube/convert.h); NULL for every other kind. */
+	 * the core Event; a CRD's served versions other than its storage
+	 * version, from the storage version's kind): the stored kind, whose
+	 * objects are converted on the way in and out (kube/convert.h); NULL
+	 * for every other kind.  Such a kind shares its store_key with the
+	 * stored kind; kube_registry_by_store_key() returns the stored kind. */
 	const struct kube_kind *stored_as;
 };
 

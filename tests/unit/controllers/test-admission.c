@@ -23,6 +23,7 @@
 #define ISR "\"imageSetRef\":{\"name\":\"openshift-v4.9.0\"}"
 #define COMPLETED(reason) "\"status\":{\"conditions\":[{\"type\":\"Completed\",\"status\":\"False\",\"reason\":\"" reason "\"}]}"
 
+#define OAC "\"apiVersion\":\"bootstrap.cluster.x-k8s.io/v1alpha2\",\"kind\":\"OpenshiftAssistedConfig\",\"metadata\":{\"name\":\"c\"}"
 #define WH_PREFIX(name) "admission webhook \"" name ".admission.agentinstall.openshift.io\" denied the request: "
 
 struct row {
@@ -220,6 +221,20 @@ static const struct row rows[] = {
 	  "{" ACI ",\"spec\":{" NET ",\"userManagedNetworking\":false}," SNO "}}",
 	  "{" ACI ",\"spec\":{" NET ",\"userManagedNetworking\":false}," SNO "}}", 0, NULL },
 	{ "other kind passes", "ConfigMap", KUBE_CREATE, NULL, "{\"kind\":\"ConfigMap\",\"data\":{}}", 0, NULL },
+	/* OpenshiftAssistedConfig: the spec never changes. */
+	{ "oac create", "OpenshiftAssistedConfig", KUBE_CREATE, NULL, "{" OAC ",\"spec\":{\"sshAuthorizedKey\":\"k\"}}", 0,
+	  NULL },
+	{ "oac metadata update", "OpenshiftAssistedConfig", KUBE_UPDATE, "{" OAC ",\"spec\":{\"sshAuthorizedKey\":\"k\"}}",
+	  "{\"kind\":\"OpenshiftAssistedConfig\",\"metadata\":{\"name\":\"c\",\"labels\":{\"a\":\"b\"}},"
+	  "\"spec\":{\"sshAuthorizedKey\":\"k\"}}", 0, NULL },
+	{ "oac status update", "OpenshiftAssistedConfig", KUBE_UPDATE, "{" OAC ",\"spec\":{}}",
+	  "{" OAC ",\"spec\":{},\"status\":{\"dataSecretName\":\"s\"}}", 0, NULL },
+	{ "oac spec update", "OpenshiftAssistedConfig", KUBE_UPDATE, "{" OAC ",\"spec\":{\"sshAuthorizedKey\":\"k\"}}",
+	  "{" OAC ",\"spec\":{\"sshAuthorizedKey\":\"other\"}}", 0,
+	  "admission webhook \"v1alpha2.validation.openshiftassistedconfig.bootstrap.cluster.x-k8s.io\" denied the request: "
+	  "spec is immutable" },
+	{ "oac spec field added", "OpenshiftAssistedConfig", KUBE_UPDATE, "{" OAC ",\"spec\":{}}",
+	  "{" OAC ",\"spec\":{\"preBootstrapCommands\":[\"x\"]}}", 0, "*spec is immutable" },
 };
 
 static int fake_cd(void *ud, const char *ns, const char *name, bool *ret)
