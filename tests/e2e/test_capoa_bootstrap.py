@@ -285,3 +285,26 @@ def test_worker_config_without_node_registration(hub_factory, tmp_path):
              timeout=60, interval=0.3, what="the worker OAC gone")
     wait_for(lambda: not get_opt(hub, "infraenv", "m-w-0"),
              timeout=60, interval=0.3, what="the worker InfraEnv gone")
+
+
+def test_bad_node_name_is_reported(hub_factory):
+    """A node name that is not a variable reference never reaches a script:
+    DataSecretAvailable False CreatingSecretFailed names the field, and no
+    bootstrap data Secret is made."""
+    hub = hub_factory()
+    setup_common(hub, ns=NS)
+    hub.apply_obj({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                   "metadata": {"name": CLUSTER, "namespace": NS}, "spec": {}})
+    hub.kubectl("-n", NS, "patch", "cluster.cluster.x-k8s.io", CLUSTER, "--subresource=status",
+                "--type", "merge", "-p",
+                json.dumps({"status": {"initialization": {"infrastructureProvisioned": True}}}))
+    cd = cluster_deployment("capi-cd", "capi-aci", ns=NS)
+    cd["metadata"]["labels"] = {"cluster.x-k8s.io/cluster-name": CLUSTER}
+    hub.apply_obj(cd)
+    hub.apply_obj(multi_node_aci("capi-aci", "capi-cd", ns=NS, cp=1, workers=0))
+    capi_objects(hub, spec={"nodeRegistration": {"name": "$(reboot)"}}, annotations={})
+    c = wait_reason(hub, "CreatingSecretFailed")
+    assert c["severity"] == "Warning"
+    assert "spec.nodeRegistration.name" in c["message"], c
+    assert get_opt(hub, "secret", "oac-cp-0") is None
+    assert not get_oac(hub)["status"].get("initialization", {}).get("dataSecretCreated")
