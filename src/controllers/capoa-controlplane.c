@@ -48,7 +48,7 @@
 #define OACP_KIND "OpenshiftAssistedControlPlane"
 #define OACP_APIVERSION "controlplane.cluster.x-k8s.io/v1alpha3"
 
-#define IDX_CD_CLUSTER "capoa-cd-cluster"       /* CD -> "ns/<cluster-name label>" */
+#define IDX_OACP_CLUSTER "capoa-oacp-cluster"   /* OACP -> "ns/<cluster-name label>" */
 #define IDX_OAC_CLUSTER "capoa-oac-cluster"     /* OAC -> "ns/<cluster-name label>" */
 #define IDX_MD_CLUSTER "capoa-md-cluster"       /* MachineDeployment -> "ns/<cluster-name label>" */
 #define IDX_MACHINE_CP "capoa-machine-cp"       /* CP Machine -> "ns/<control-plane-name label>" */
@@ -182,17 +182,37 @@ static void cp_name_value(const char *name, char *buf, size_t size)
 }
 
 /* CP labels: the template labels plus the forced three. */
-static json_t *cp_labels(const json_t *oacp)
+static json_t *cp_labels_for(const json_t *oacp, const char *cluster)
 {
 	const json_t *tl = jget(oacp, "spec.machineTemplate.metadata.labels");
 	json_t *l = json_is_object(tl) ? json_deep_copy(tl) : json_object();
 	char v[80];
 
 	cp_name_value(meta(oacp, "name"), v, sizeof(v));
-	json_object_set_new(l, LBL_CLUSTER, json_string(label(oacp, LBL_CLUSTER) ? label(oacp, LBL_CLUSTER) : ""));
+	json_object_set_new(l, LBL_CLUSTER, json_string(cluster ? cluster : ""));
 	json_object_set_new(l, LBL_CP, json_string(""));
 	json_object_set_new(l, LBL_CP_NAME, json_string(v));
 	return l;
+}
+
+/* With the cluster-name label the Cluster controller set on the OACP. */
+static json_t *cp_labels(const json_t *oacp)
+{
+	return cp_labels_for(oacp, label(oacp, LBL_CLUSTER));
+}
+
+/* The name of the OACP's owner Cluster, or NULL. */
+static const char *owner_cluster(const json_t *oacp)
+{
+	const json_t *p;
+	const char *name = NULL;
+	size_t i;
+
+	json_array_foreach(jget(oacp, "metadata.ownerReferences"), i, p)
+		if (!strcmp(js(p, "kind") ? js(p, "kind") : "", "Cluster") &&
+		    !strncmp(js(p, "apiVersion") ? js(p, "apiVersion") : "", "cluster.x-k8s.io/", 17))
+			name = js(p, "name");
+	return name;
 }
 
 /* ---- conditions (v1beta2 metav1.Condition) ---- */
@@ -685,11 +705,7 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 		goto write;
 	}
 	/* 4. The owner Cluster (its controller sets the ownerReference). */
-	cname = NULL;
-	json_array_foreach(jget(oacp, "metadata.ownerReferences"), i, p)
-		if (!strcmp(js(p, "kind") ? js(p, "kind") : "", "Cluster") &&
-		    !strncmp(js(p, "apiVersion") ? js(p, "apiVersion") : "", "cluster.x-k8s.io/", 17))
-			cname = js(p, "name");
+	cname = owner_cluster(oacp);
 	if (!cname || kube_get(h->api, k.cluster, key->ns, cname, &cluster, &err) < 0) {
 		log_info("OpenshiftAssistedControlPlane %s/%s: cluster Controller has not yet set OwnerRef", key->ns,
 			 key->name);
@@ -746,7 +762,10 @@ static struct rt_result reconcile_oacp(void *ctx, const struct rt_key *key)
 
 			cd = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:{s:s,s:{s:s,s:s,s:s,s:s},s:s,s:{s:{s:{}}},s:{s:s}}}",
 				       "apiVersion", "hive.openshift.io/v1", "kind", "ClusterDeployment", "metadata", "name",
-				       key->name, "namespace", key->ns, "labels", cp_labels(oacp), "ownerReferences",
+				       /* The cluster-name label is config.clusterName
+				        * when set, as upstream's (surprise 3). */
+				       key->name, "namespace", key->ns, "labels",
+				       cp_labels_for(oacp, nonempty(cn) ? cn : cname), "ownerReferences",
 				       owner_ref(oacp, OACP_APIVERSION, OACP_KIND, false), "spec", "clusterName",
 				       nonempty(cn) ? cn : cname, "clusterInstallRef", "group",
 				       "extensions.hive.openshift.io", "version", "v1beta1", "kind", "AgentClusterInstall",
@@ -911,7 +930,7 @@ static struct rt_result reconcile_cd(void *ctx, const struct rt_key *key)
 	struct kinds k;
 	json_t *cd = NULL, *oacp = NULL, *cluster = NULL, *aci = NULL, *p, *spec, *labels, *refs, *mds, *ann;
 	const json_t *cfg;
-	const char *cname;
+	const char *cname, *cdlabel;
 	char *image = NULL, *ico = NULL, why[512];
 	int64_t workers = 0;
 	bool baremetal;
@@ -921,9 +940,9 @@ static struct rt_result reconcile_cd(void *ctx, const struct rt_key *key)
 
 	if (!get_kinds(h, &k) || kube_get(h->api, h->k_cd, key->ns, key->name, &cd, &err) < 0)
 		return rt_done();
-	cname = label(cd, LBL_CLUSTER);
-	if (!cname || kube_get(h->api, k.oacp, key->ns, key->name, &oacp, &err) < 0 ||
-	    jget(cd, "metadata.deletionTimestamp")) {
+	cdlabel = label(cd, LBL_CLUSTER);
+	if (!cdlabel || kube_get(h->api, k.oacp, key->ns, key->name, &oacp, &err) < 0 ||
+	    jget(cd, "metadata.deletionTimestamp") || !(cname = owner_cluster(oacp))) {
 		json_decref(cd);
 		return rt_done();
 	}
@@ -937,7 +956,7 @@ static struct rt_result reconcile_cd(void *ctx, const struct rt_key *key)
 		if (kube_get(h->api, h->k_imageset, "", key->name, &cis, &err) == -ENOENT) {
 			json_t *b = json_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:{s:s}}", "apiVersion", "hive.openshift.io/v1",
 					      "kind", "ClusterImageSet", "metadata", "name", key->name, "labels",
-					      LBL_CLUSTER, cname, "spec", "releaseImage", image ? image : "");
+					      LBL_CLUSTER, cdlabel, "spec", "releaseImage", image ? image : "");
 
 			r = b ? create(h, h->k_imageset, "", b, &err) : -ENOMEM;
 			json_decref(b);
@@ -1035,7 +1054,7 @@ static struct rt_result reconcile_cd(void *ctx, const struct rt_key *key)
 		json_object_set_new(spec, "manifestsConfigMapRefs", refs);
 	else
 		json_decref(refs);
-	labels = cp_labels(oacp);
+	labels = cp_labels_for(oacp, cdlabel);
 	json_object_set_new(labels, LBL_ACI_CONSUMER, json_string(OACP_KIND));
 	ann = json_object();
 	if ((r = capoa_install_config_override(json_object_get(cfg, "capabilities"), baremetal,
@@ -1247,7 +1266,8 @@ static void cluster_to_oacp(struct rt_controller *c, void *ctx, const struct rt_
 		rt_enqueue(c, ev->so->ns, js(ref, "name"));
 }
 
-/* An object labelled with a cluster → that cluster's ClusterDeployments. */
+/* An object labelled with a cluster → the ClusterDeployments of that
+ * cluster's control planes (each named after its OACP). */
 static void cluster_label_to_cds(struct rt_controller *c, void *ctx, const struct rt_event *ev)
 {
 	struct hub *h = ctx;
@@ -1259,7 +1279,8 @@ static void cluster_label_to_cds(struct rt_controller *c, void *ctx, const struc
 		cl = ev->so->name;
 	if (!cl || !h->k_cd)
 		return;
-	pairs = keys_by(h, h->k_cd->store_key, IDX_CD_CLUSTER, ev->so->ns, cl);
+	pairs = keys_by(h, kube_registry_by_kind(h->reg, OACP_APIVERSION, OACP_KIND)->store_key, IDX_OACP_CLUSTER,
+			ev->so->ns, cl);
 	json_array_foreach(pairs, i, p)
 		rt_enqueue(c, ev->so->ns, json_string_value(json_array_get(p, 1)));
 	json_decref(pairs);
@@ -1286,9 +1307,9 @@ int hub_capoa_controlplane_register(struct hub *h)
 
 	if (!get_kinds(h, &k))
 		return 0;
-	r = rt_cache_resource(h->rt, h->k_cd->store_key, false);
+	r = rt_cache_resource(h->rt, k.oacp->store_key, false);
 	if (r == 0)
-		r = rt_cache_index(h->rt, h->k_cd->store_key, IDX_CD_CLUSTER, idx_cluster);
+		r = rt_cache_index(h->rt, k.oacp->store_key, IDX_OACP_CLUSTER, idx_cluster);
 	if (r == 0)
 		r = rt_cache_resource(h->rt, k.oac->store_key, true);
 	if (r == 0)

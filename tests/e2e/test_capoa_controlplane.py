@@ -11,6 +11,7 @@ on the Cluster) and creates MachineDeployments itself.
 """
 import base64
 import json
+import time
 
 import pytest
 
@@ -120,10 +121,11 @@ def set_owner(hub, ns, name, cluster):
 
 
 def scale(hub, ns, name, n):
-    """spec.replicas as kubectl scale sets it.  The /scale subresource (its
-    labelSelectorPath is status.selector, which this provider sets) comes
-    with the capi-kinds branch; until the hub serves it, a spec patch."""
-    hub.kubectl("patch", "oacp", name, "-n", ns, "--type=merge", "-p", json.dumps({"spec": {"replicas": n}}))
+    """kubectl scale: the /scale subresource, whose labelSelectorPath is
+    status.selector (set by this provider, left empty upstream)."""
+    hub.kubectl("scale", "oacp", name, "-n", ns, f"--replicas={n}")
+    sc = hub.get_json(f"/apis/{CP}/v1alpha3/namespaces/{ns}/openshiftassistedcontrolplanes/{name}/scale")
+    assert sc["spec"]["replicas"] == n
 
 
 def test_controlplane_objects_scale_and_delete(module_hub, ns):
@@ -253,9 +255,33 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
     up = cond(get(hub, ns, "machines.cluster.x-k8s.io", name), "UpToDate")
     assert (up["status"], up["reason"]) == ("True", "UpToDate")
 
+    # CAPI core would mark the Machine Ready and Available: counted.
+    now = "2026-01-01T00:00:00Z"
+    r = hub.request("PATCH", f"/apis/cluster.x-k8s.io/v1beta2/namespaces/{ns}/machines/{name}/status",
+                    {"status": {"conditions": [
+                        {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": now}
+                        for t in ("Ready", "Available", "UpToDate")]}},
+                    content_type="application/merge-patch+json")
+    assert r.status == 200, r.body
+    o = wait_for(lambda: (lambda o: o if o["status"].get("readyReplicas") == 1 else None)(
+        get(hub, ns, "oacp", "c1-cp")), timeout=WAIT, interval=0.3, what="readyReplicas 1")
+    assert o["status"]["availableReplicas"] == 1
+    assert cond(o, "MachinesReady")["status"] == "True"
+    assert cond(o, "MachinesCreated")["status"] == "True"
+    # Ready sums up: the kubeconfig is not there yet.
+    rd = cond(o, "Ready")
+    assert (rd["status"], rd["reason"], rd["message"]) == ("False", "KubeconfigUnavailable",
+                                                           "Kubeconfig not available")
+    # Settled: no write without a change (the OACP and its Machine stay put).
+    time.sleep(1)
+    rv = (get(hub, ns, "oacp", "c1-cp")["metadata"]["resourceVersion"],
+          get(hub, ns, "machines.cluster.x-k8s.io", name)["metadata"]["resourceVersion"])
+    time.sleep(2)
+    assert (get(hub, ns, "oacp", "c1-cp")["metadata"]["resourceVersion"],
+            get(hub, ns, "machines.cluster.x-k8s.io", name)["metadata"]["resourceVersion"]) == rv
+
     # Workers: the MachineDeployments' replicas (nil counts 0).
-    hub.kubectl("patch", "machinedeployments.cluster.x-k8s.io", "c1-workers", "-n", ns, "--type=merge",
-                "-p", '{"spec":{"replicas":3}}')
+    hub.kubectl("scale", "machinedeployments.cluster.x-k8s.io", "c1-workers", "-n", ns, "--replicas=3")
     wait_for(lambda: get(hub, ns, "agentclusterinstalls.extensions.hive.openshift.io", "c1-cp")["spec"]
              ["provisionRequirements"]["workerAgents"] == 3, timeout=WAIT, what="workerAgents 3")
 
@@ -273,6 +299,9 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
     assert ms[0]["metadata"]["name"] == names[2]["metadata"]["name"]
     wait_for(lambda: get(hub, ns, "oacp", "c1-cp")["status"].get("replicas") == 1, timeout=WAIT,
              what="status.replicas 1")
+    sc = hub.get_json(f"/apis/{CP}/v1alpha3/namespaces/{ns}/openshiftassistedcontrolplanes/c1-cp/scale")
+    assert sc["status"] == {"replicas": 1,
+                            "selector": "cluster.x-k8s.io/control-plane-name=c1-cp,cluster.x-k8s.io/control-plane"}
 
     # The admin kubeconfig appears: <cluster>-kubeconfig, initialized.
     hub.apply_obj({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "c1-admin", "namespace": ns},
@@ -294,6 +323,15 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
         get(hub, ns, "oacp", "c1-cp")), timeout=WAIT, what="KubeconfigAvailable")
     assert o["status"]["initialization"]["controlPlaneInitialized"] is True
 
+    # Installed (what the hub's CD controller sets at the end of an install):
+    # the installed version is the spec's, so no upgrade is pending.
+    hub.kubectl("patch", "clusterdeployments.hive.openshift.io", "c1-cp", "-n", ns, "--type=merge", "-p",
+                '{"spec":{"installed":true}}')
+    o = wait_for(lambda: (lambda o: o if cond(o, "UpgradeCompleted") else None)(get(hub, ns, "oacp", "c1-cp")),
+                 timeout=WAIT, interval=0.3, what="UpgradeCompleted")
+    assert o["status"]["distributionVersion"] == "4.19.0"
+    assert cond(o, "UpgradeCompleted")["status"] == "True"
+
     # Deletion: the ClusterDeployment goes, then the finalizer.
     hub.kubectl("delete", "oacp", "c1-cp", "-n", ns, "--wait=false")
     wait_for(lambda: get(hub, ns, "oacp", "c1-cp", check=False) is None, timeout=WAIT, what="the OACP gone")
@@ -309,7 +347,8 @@ def test_release_override_and_arch(module_hub, ns):
     # node (the ACI admission: UserManagedNetworking must be set with SNO).
     make_oacp(hub, ns, "c2-cp", "c2", owner=cluster, replicas=3,
               annotations={"cluster.x-k8s.io/release-image-repository-override": "registry.example.com/ocp/release"},
-              config={"apiVIPs": ["192.168.111.5"], "ingressVIPs": ["192.168.111.4"]})
+              config={"apiVIPs": ["192.168.111.5"], "ingressVIPs": ["192.168.111.4"], "clusterName": "c2-custom"})
+    make_md(hub, ns, "c2-workers", "c2", 2)
     cis = wait_for(lambda: (lambda c: c if c and c["spec"]["releaseImage"].endswith("-x86_64") else None)(
         get(hub, "", "clusterimagesets.hive.openshift.io", "c2-cp", check=False)), timeout=WAIT,
         what="the ClusterImageSet")
@@ -319,7 +358,20 @@ def test_release_override_and_arch(module_hub, ns):
     assert aci["spec"]["platformType"] == "BareMetal"
     assert aci["spec"]["apiVIPs"] == ["192.168.111.5"]
     assert aci["spec"]["ingressVIPs"] == ["192.168.111.4"]
-    assert aci["spec"]["provisionRequirements"] == {"controlPlaneAgents": 3, "workerAgents": 0}
+    # MachineDeployments of the Cluster (by its name, not config.clusterName).
+    wait_for(lambda: get(hub, ns, "agentclusterinstalls.extensions.hive.openshift.io", "c2-cp")["spec"]
+             ["provisionRequirements"] == {"controlPlaneAgents": 3, "workerAgents": 2}, timeout=WAIT,
+             what="provisionRequirements")
+    # config.clusterName: the CD's name for the cluster and, as upstream, its
+    # and the ACI's cluster-name label (bmac-capi.md surprise 3).
+    cd = get(hub, ns, "clusterdeployments.hive.openshift.io", "c2-cp")
+    assert cd["spec"]["clusterName"] == "c2-custom"
+    assert cd["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "c2-custom"
+    assert aci["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "c2-custom"
+    # Machines carry the Cluster's name.
+    ms = wait_for(lambda: machines(hub, ns, "c2-cp") or None, timeout=WAIT, what="a Machine")
+    assert ms[0]["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "c2"
+    assert ms[0]["spec"]["clusterName"] == "c2"
     ico = json.loads(aci["metadata"]["annotations"]["agent-install.openshift.io/install-config-overrides"])
     assert ico["capabilities"]["baselineCapabilitySet"] == "None"
     assert "baremetal" in ico["capabilities"]["additionalEnabledCapabilities"]
@@ -353,6 +405,23 @@ def test_bad_distribution_version(module_hub, ns, version, ctype, reason, messag
         # Nothing else happens below the floor.
         assert get(hub, ns, "clusterdeployments.hive.openshift.io", "c3-cp", check=False) is None
         assert machines(hub, ns, "c3-cp") == []
+
+
+def test_paused(module_hub, ns):
+    hub = module_hub
+    make_template(hub, ns, "c5-cp-m3mt")
+    cluster = make_cluster(hub, ns, "c5", "c5-cp")
+    make_oacp(hub, ns, "c5-cp", "c5", owner=cluster, annotations={"cluster.x-k8s.io/paused": ""})
+    wait_for(lambda: FINALIZER in (get(hub, ns, "oacp", "c5-cp")["metadata"].get("finalizers") or []),
+             timeout=WAIT, what="the finalizer")
+    # Paused after the finalizer: the passes that follow make nothing.
+    hub.kubectl("annotate", "oacp", "c5-cp", "-n", ns, "touch=1")
+    hub.kubectl("get", "oacp", "c5-cp", "-n", ns)
+    assert get(hub, ns, "clusterdeployments.hive.openshift.io", "c5-cp", check=False) is None
+    assert machines(hub, ns, "c5-cp") == []
+    hub.kubectl("annotate", "oacp", "c5-cp", "-n", ns, "cluster.x-k8s.io/paused-")
+    wait_for(lambda: get(hub, ns, "clusterdeployments.hive.openshift.io", "c5-cp", check=False), timeout=WAIT,
+             what="the ClusterDeployment once unpaused")
 
 
 def test_missing_infrastructure_template(module_hub, ns):
