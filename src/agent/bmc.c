@@ -1000,6 +1000,29 @@ static void ipa_handle(struct bmc *b, struct machine *m, const char *rest, const
 							      "code", 400, "message", "Unknown deploy step", "details",
 							      step ? step : "(no params.step.step)"));
 		}
+	} else if (!strcmp(name, "clean.execute_clean_step")) {
+		/* erase_devices_metadata (Ironic's metadata cleaning) or erase_devices: the disk
+		 * no longer holds a bootable system. */
+		const char *step = json_string_value(json_object_get(json_object_get(params, "step"), "step"));
+
+		if (step && (!strcmp(step, "erase_devices_metadata") || !strcmp(step, "erase_devices"))) {
+			c = ipa_record(m, dot + 1, params, "SUCCEEDED",
+				       json_pack("{s:{s:s, s:s}}", "clean_result", "step", step, "interface", "deploy"));
+			if (c) {
+				m->disk_installed = false;
+				free(m->disk_image);
+				m->disk_image = NULL;
+				json_decref(m->disk_configdrive);
+				m->disk_configdrive = NULL;
+			}
+		} else {
+			c = ipa_record(m, dot + 1, params, "FAILED", NULL);
+			if (c)
+				json_object_set_new(c, "command_error",
+						    json_pack("{s:s, s:i, s:s, s:s}", "type", "InvalidCommandParamsError",
+							      "code", 400, "message", "Unknown clean step", "details",
+							      step ? step : "(no params.step.step)"));
+		}
 	} else if (!strcmp(name, "standby.power_off")) {
 		/* The agent shuts its machine down; the BMC sees it off. */
 		c = ipa_record(m, dot + 1, params, "SUCCEEDED", NULL);

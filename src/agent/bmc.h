@@ -54,6 +54,8 @@
  *                                      machine starts its assisted agent; SUCCEEDED when that
  *                                      agent exits (the install reached Rebooting), FAILED if
  *                                      the install failed; another step: FAILED; 409 while one runs
+ *        clean.execute_clean_step      params.step.step erase_devices_metadata / erase_devices:
+ *                                      SUCCEEDED, the disk wiped (nothing to boot from it); another: FAILED
  *        standby.power_off             the machine powers itself off
  *        standby.sync, standby.get_partition_uuids, log.collect_system_logs   SUCCEEDED
  *   503 when the machine is not running the ironic agent, 400 for an unknown command.

@@ -54,6 +54,10 @@
  * start_assisted_install starts the assisted agent, and the step ends (SUCCEEDED) when
  * the install reaches Rebooting: the machine then waits, its install timeline paused,
  * for the hub to power it off and boot its disk, where the rest of the timeline runs.
+ * An Ignition that runs only the ironic agent (a deploy ramdisk) boots the same way; its
+ * write_image deploy step (bmc.h) puts an image and a config drive on the disk, and a
+ * boot from that disk runs the config drive's user_data: a discovery Ignition makes the
+ * machine a discovery host of its InfraEnv (anything else runs no agent).
  *
  * Not thread-safe: one simulation per process (it installs signal handlers). */
 #ifndef AH_AGENT_SIMULATE_H

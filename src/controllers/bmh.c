@@ -10,7 +10,10 @@
  * the host goes through preparing all the same, its hardware taken from the
  * hardwaredetails annotation).  Provisioning a live ISO is Ironic's ramdisk
  * deploy: power off, eject, insert the image URL, boot Cd continuous, power
- * on; the host is provisioned as soon as it is powered on.
+ * on; the host is provisioned as soon as it is powered on.  A disk image
+ * (format raw/qcow2/vdi/vmdk/empty) or a customDeploy is deployed through
+ * the ironic agent, as Ironic's direct and custom agent deploys: deploy()
+ * below, the hub's Ironic API in ironic.h (its nodes are kept here).
  *
  * BMC calls never run on a reconcile thread: the reconcile asks for an
  * operation (a job) and returns; a small pool of threads (as many as
@@ -1000,6 +1003,19 @@ out:
 	return params;
 }
 
+/* Whether the BMH's cleaning (deprovisioning) is done. */
+static bool clean_done(struct bmh_ctl *ctl, const char *ns, const char *name)
+{
+	struct inode *n;
+	bool done;
+
+	pthread_mutex_lock(&ctl->lock);
+	n = node_find(ctl, ns, name);
+	done = n && strcmp(n->purpose, "clean") == 0 && n->phase == NODE_DONE;
+	pthread_mutex_unlock(&ctl->lock);
+	return done;
+}
+
 static const char *custom_method(const json_t *spec)
 {
 	const char *m = jstr(json_object_get(spec, "customDeploy"), "method");
@@ -1042,8 +1058,11 @@ static int ppi_image(struct pass *p, char *url, size_t size, char *msg, size_t m
  * flow's start_assisted_install): boot the PreprovisioningImage, run the
  * method as a deploy step, follow it while it runs (the assisted agent
  * installs the host), then boot the disk.  Provisioned then. */
-static void deploy(struct pass *p, bool custom)
+enum deploy_mode { DEP_IMAGE, DEP_CUSTOM, DEP_CLEAN };
+
+static void deploy(struct pass *p, enum deploy_mode mode)
 {
+	bool custom = mode == DEP_CUSTOM;
 	struct bmh_ctl *ctl = p->h->bmh_ctl;
 	const json_t *spec = json_object_get(p->bmh, "spec");
 	const char *uid = jstr(json_object_get(p->bmh, "metadata"), "uid");
@@ -1052,18 +1071,24 @@ static void deploy(struct pass *p, bool custom)
 	struct bmc_job res;
 	json_t *params;
 
-	if (custom)
+	if (mode == DEP_CLEAN)
+		/* automatedCleaningMode metadata: Ironic's erase_devices_metadata. */
+		params = json_pack("{s:{s:s, s:s, s:i, s:{}}, s:{s:s}, s:[], s:s}", "step", "interface", "deploy", "step",
+				   "erase_devices_metadata", "priority", 99, "args", "node", "uuid", uid ? uid : "",
+				   "ports", "clean_version", "1");
+	else if (custom)
 		params = json_pack("{s:{s:s, s:s, s:i, s:{}}, s:{s:s}, s:[], s:s}", "step", "interface", "deploy", "step",
 				   custom_method(spec), "priority", 80, "args", "node", "uuid", uid ? uid : "", "ports",
 				   "deploy_version", "1");
 	else
 		params = deploy_params(p, msg, sizeof(msg));
 	if (!params) {
-		set_error(p->status, "provisioning error", custom ? "out of memory" : msg);
+		set_error(p->status, "provisioning error", mode != DEP_IMAGE ? "out of memory" : msg);
 		p->requeue_ms = BMH_RETRY_MS;
 		return;
 	}
-	if (node_get(ctl, p->ns, p->name, uid ? uid : p->name, jstr(spec, "bootMACAddress"), custom ? "custom" : "deploy",
+	if (node_get(ctl, p->ns, p->name, uid ? uid : p->name, jstr(spec, "bootMACAddress"),
+		     mode == DEP_CLEAN ? "clean" : custom ? "custom" : "deploy",
 		     &v) < 0) {
 		set_error(p->status, "provisioning error", "too many hosts deploying at once");
 		p->requeue_ms = BMH_RETRY_MS;
@@ -1111,7 +1136,8 @@ static void deploy(struct pass *p, bool custom)
 		}
 		if (v.phase == NODE_WAIT)
 			a = json_pack("{s:s, s:s, s:s, s:O, s:b}", "callback", v.callback, "token", v.token, "name",
-				      "deploy.execute_deploy_step", "params", params, "running_ok", custom);
+				      mode == DEP_CLEAN ? "clean.execute_clean_step" : "deploy.execute_deploy_step", "params",
+				      params, "running_ok", custom);
 		else
 			a = json_pack("{s:s, s:s, s:s, s:b}", "callback", v.callback, "token", v.token, "status_of",
 				      "execute_deploy_step", "running_ok", 1);
@@ -1139,6 +1165,8 @@ static void deploy(struct pass *p, bool custom)
 		break;
 	}
 	case NODE_DONE:
+		if (mode == DEP_CLEAN)
+			break; /* cleaned: the deprovisioning itself runs (reconcile_bmh) */
 		if (!bmc_do(p, BMH_ACT_BOOT_DISK, NULL, &res, "provisioning error"))
 			break;
 		if (res.err < 0) {
@@ -1200,7 +1228,7 @@ static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_
 	state = jstr(json_object_get(status, "provisioning"), "state");
 	if (!state)
 		state = BMH_ST_NONE;
-	if (!state_is(state, BMH_ST_PROVISIONING))
+	if (!state_is(state, BMH_ST_PROVISIONING) && !state_is(state, BMH_ST_DEPROVISIONING))
 		node_drop(h->bmh_ctl, ns, name); /* no agent of ours runs on it any more */
 	if (!json_object_get(status, "poweredOn"))
 		json_object_set_new(status, "poweredOn", json_false());
@@ -1299,7 +1327,10 @@ static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_
 				set_ok(status);
 			set_state(status, step.next);
 		} else if (step.action == BMH_ACT_PROVISION && (image_deploy(spec) || custom_method(spec))) {
-			deploy(&p, !image_deploy(spec) && custom_method(spec));
+			deploy(&p, image_deploy(spec) ? DEP_IMAGE : DEP_CUSTOM);
+		} else if (step.action == BMH_ACT_DEPROVISION && !same_str(jstr(spec, "automatedCleaningMode"), "disabled") &&
+			   !clean_done(h->bmh_ctl, ns, name)) {
+			deploy(&p, DEP_CLEAN);
 		} else if (step.action) {
 			etype = step.action == BMH_ACT_REGISTER ? "registration error"
 				: step.action == BMH_ACT_PROVISION || step.action == BMH_ACT_DEPROVISION

@@ -112,13 +112,21 @@ def test_image_deploy_runs_the_config_drive_ignition(setup):
     status, body = ironic(hub, "GET", f"/v1/lookup?addresses={mac}")
     assert status == 404 and "faultstring" in json.loads(body["error_message"])
 
-    # Releasing it as CAPM3 does (image, data and online cleared) deprovisions:
-    # powered off, back to available.
-    patch(hub, name, {"image": None, "userData": None, "metaData": None, "online": False})
+    # Releasing it as CAPM3 does (image, data and online cleared) deprovisions, with
+    # metadata cleaning (BMO's default): the ironic agent erases the disk's metadata,
+    # then the host is powered off, back to available.
+    patch(hub, name, {"image": None, "userData": None, "metaData": None, "online": False,
+                      "automatedCleaningMode": "metadata"})
     x = wait_for(lambda: bmhs(hub)[name] if state(bmhs(hub)[name]) == "available" else None,
-                 timeout=60, what="the BMH deprovisioned to available")
+                 timeout=120, what="the BMH cleaned and deprovisioned to available")
     assert x["status"]["poweredOn"] is False
     assert "image" not in x["status"]["provisioning"]
+    assert b.status("off") == 1
+    # The disk was wiped: powered on again, the machine has nothing to boot (it no
+    # longer runs the config drive's discovery agent).
+    patch(hub, name, {"online": True})
+    wait_for(lambda: bmhs(hub)[name]["status"]["poweredOn"] is True, timeout=30, what="powered on")
+    wait_for(lambda: b.status("no-boot") == 2, timeout=30, what="both machines with nothing to boot")
 
 
 def test_image_deploy_bad_inputs(setup):

@@ -529,6 +529,63 @@ static void test_ipa_commands(void **state)
 	bmc_free(b);
 }
 
+/* write_image puts the image and config drive on the disk (the URL only recorded);
+ * a boot from the disk hands the config drive's user_data and meta_data over; a
+ * metadata clean wipes the disk. */
+static void test_ipa_write_image_and_clean(void **state)
+{
+	struct bmc *b = new_bmc();
+	struct bmc_power p;
+	unsigned idx[4];
+	json_t *j;
+	const char *cmds = "/ipa/" ID0 "/v1/commands/";
+	const char *write = "{\"name\": \"deploy.execute_deploy_step\", \"params\": {\"step\": {\"interface\": \"deploy\", "
+			    "\"step\": \"write_image\", \"args\": {\"image_info\": {\"urls\": [\"https://img.example/x.qcow2\"]}, "
+			    "\"configdrive\": {\"meta_data\": {\"name\": \"m0\"}, \"user_data\": \"{\\\"ignition\\\": {}}\"}}}}}";
+
+	reset_to(b, "On");
+	assert_int_equal(bmc_take_changed(b, idx, 4), 1);
+	assert_int_equal(bmc_machine_power(b, 0, &p), 0);
+	bmc_ipa_begin(b, 0, p.gen, "tok");
+	/* No URL: refused, nothing written. */
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok",
+				 "{\"name\": \"deploy.execute_deploy_step\", \"params\": {\"step\": {\"step\": \"write_image\", "
+				 "\"args\": {\"image_info\": {\"urls\": []}}}}}", &j), 200);
+	assert_string_equal(json_string_value(json_object_get(j, "command_status")), "FAILED");
+	json_decref(j);
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok", write, &j), 200);
+	assert_string_equal(json_string_value(json_object_get(j, "command_status")), "SUCCEEDED");
+	json_decref(j);
+	/* Off, boot Hdd, on: the disk's config drive. */
+	reset_to(b, "ForceOff");
+	assert_int_equal(req(b, "PATCH", "/redfish/v1/Systems/" ID0, AUTH, NULL,
+			     "{\"Boot\": {\"BootSourceOverrideTarget\": \"Hdd\", \"BootSourceOverrideEnabled\": \"Continuous\"}}",
+			     NULL, NULL), 204);
+	reset_to(b, "On");
+	assert_int_equal(bmc_machine_power(b, 0, &p), 0);
+	assert_int_equal(p.boot, BMC_BOOT_HDD);
+	assert_non_null(p.disk_user_data);
+	assert_string_equal(p.disk_user_data, "{\"ignition\": {}}");
+	assert_non_null(p.disk_meta_data);
+	assert_non_null(strstr(p.disk_meta_data, "\"m0\""));
+	free(p.disk_user_data);
+	free(p.disk_meta_data);
+	free(p.image);
+	/* A clean step wipes it: the next boot finds nothing. */
+	bmc_ipa_begin(b, 0, p.gen, "tok");
+	assert_int_equal(ipa_req(b, "POST", cmds, "tok",
+				 "{\"name\": \"clean.execute_clean_step\", \"params\": {\"step\": {\"step\": \"erase_devices_metadata\"}}}",
+				 &j), 200);
+	assert_string_equal(json_string_value(json_object_get(j, "command_status")), "SUCCEEDED");
+	json_decref(j);
+	reset_to(b, "ForceRestart");
+	assert_int_equal(bmc_machine_power(b, 0, &p), 0);
+	assert_int_equal(p.boot, BMC_BOOT_NONE);
+	assert_null(p.disk_user_data);
+	free(p.image);
+	bmc_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +596,7 @@ int main(void)
 		cmocka_unit_test(test_bounds_and_oddities),
 		cmocka_unit_test(test_manifests),
 		cmocka_unit_test(test_ipa_commands),
+		cmocka_unit_test(test_ipa_write_image_and_clean),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
