@@ -319,9 +319,21 @@ static struct rt_result machine_reconcile(void *ctx, const struct rt_key *key)
 		snprintf(msg, sizeof(msg), "%s does not exist", capi_str(iref, "kind") ? capi_str(iref, "kind") : "infrastructure");
 		capi_cond_set(conds, "InfrastructureReady", "False", "ObjectDoesNotExist", msg, gen, now);
 	} else {
-		snprintf(msg, sizeof(msg), "%s status.initialization.provisioned is false",
-			 capi_str(iref, "kind") ? capi_str(iref, "kind") : "infrastructure");
-		capi_cond_set(conds, "InfrastructureReady", "False", "NotReady", msg, gen, now);
+		/* As CAPI's mirror of the infra machine's Ready condition: a v1beta1-contract
+		 * provider (CAPM3) reports it in status.v1beta2.conditions. */
+		const json_t *ir = capi_cond_get(capi_path(json_object_get(im, "status"), "v1beta2", "conditions"),
+						 "Ready");
+
+		if (ir && capi_str(ir, "status") && strcmp(capi_str(ir, "status"), "True") != 0 &&
+		    capi_str(ir, "message") && *capi_str(ir, "message")) {
+			capi_cond_set(conds, "InfrastructureReady", capi_str(ir, "status"),
+				      capi_str(ir, "reason") ? capi_str(ir, "reason") : "NotReady", capi_str(ir, "message"),
+				      gen, now);
+		} else {
+			snprintf(msg, sizeof(msg), "%s status.initialization.provisioned is false",
+				 capi_str(iref, "kind") ? capi_str(iref, "kind") : "infrastructure");
+			capi_cond_set(conds, "InfrastructureReady", "False", "NotReady", msg, gen, now);
+		}
 	}
 	capi_v1b1_cond_set(v1, "InfrastructureReady", infra_done, "WaitingForInfrastructure", "Info", NULL, now);
 	if (node) {

@@ -79,7 +79,7 @@ const struct kube_kind *capm3_kind(struct hub *h, const char *kind)
 	return kube_registry_by_kind(h->reg, CAPM3_API_VERSION, kind);
 }
 
-const struct kube_kind *capi_kind(struct hub *h, const char *kind)
+const struct kube_kind *capm3_capi_kind(struct hub *h, const char *kind)
 {
 	return kube_registry_by_kind(h->reg, CAPI_API_VERSION, kind);
 }
@@ -1046,7 +1046,7 @@ static int template_cleaning_mode(struct hub *h, const struct kube_kind *k, cons
 static int reconcile_m3m(struct hub *h, const char *ns, const char *name, int64_t *requeue)
 {
 	const struct kube_kind *k = capm3_kind(h, "Metal3Machine");
-	const struct kube_kind *kmach = capi_kind(h, "Machine"), *kcl = capi_kind(h, "Cluster");
+	const struct kube_kind *kmach = capm3_capi_kind(h, "Machine"), *kcl = capm3_capi_kind(h, "Cluster");
 	json_t *m3m = NULL, *machine = NULL, *cluster = NULL, *m3c = NULL, *bmh = NULL, *status;
 	const char *mname, *cname, *hk;
 	ah_err err = { 0 };
@@ -1227,7 +1227,7 @@ static struct rt_result m3c_reconcile(void *ctx, const struct rt_key *key)
 int hub_capm3_register(struct hub *h)
 {
 	const struct kube_kind *km = capm3_kind(h, "Metal3Machine"), *kc = capm3_kind(h, "Metal3Cluster");
-	const struct kube_kind *kmach = capi_kind(h, "Machine"), *kcl = capi_kind(h, "Cluster");
+	const struct kube_kind *kmach = capm3_capi_kind(h, "Machine"), *kcl = capm3_capi_kind(h, "Cluster");
 	const struct kube_kind *kt = capm3_kind(h, "Metal3MachineTemplate");
 	int r;
 

@@ -20,7 +20,7 @@
 /* The kind of CAPM3 (infrastructure group, v1beta1) or CAPI core (v1beta2)
  * named kind, or NULL when it is not served. */
 const struct kube_kind *capm3_kind(struct hub *h, const char *kind);
-const struct kube_kind *capi_kind(struct hub *h, const char *kind);
+const struct kube_kind *capm3_capi_kind(struct hub *h, const char *kind);
 
 /* The metaData Secret of m3m (whose dataTemplate is set) for host bmh:
  * the Metal3DataClaim <m3m>, an index in the Metal3DataTemplate's

@@ -137,13 +137,17 @@ int hub_classification_match(const char *query, const json_t *inventory);
  * and hold at least one manifest (the cluster's custom manifests). */
 int hub_manifests_register(struct hub *h);
 bool hub_manifests_present(struct hub *h, const json_t *aci);
+/* In place of CAPM3 (capm3.c, capm3-data.c): the Metal3Cluster and
+ * Metal3Machine controllers; nothing when those kinds are not served. */
+int hub_capm3_register(struct hub *h);
+/* The CAPI OpenShift Assisted bootstrap provider (capoa-bootstrap.c): the
+ * OpenshiftAssistedConfig and CAPOAAgent controllers; nothing when the
+ * CAPI kinds are not declared. */
+int hub_capoa_bootstrap_register(struct hub *h);
 /* The CAPOA control-plane provider (capoa-controlplane.c): the
  * OpenshiftAssistedControlPlane, its ClusterDeployment and
  * AgentClusterInstall controllers; nothing when the kinds are absent. */
 int hub_capoa_controlplane_register(struct hub *h);
-/* In place of CAPM3 (capm3.c, capm3-data.c): the Metal3Cluster and
- * Metal3Machine controllers; nothing when those kinds are not served. */
-int hub_capm3_register(struct hub *h);
 /* Index names the controllers declare on the shared cache. */
 #define HUB_IDX_AGENT_CD "clusterDeployment"   /* Agent -> "ns/name" of the CD it names */
 #define HUB_IDX_AGENT_TOKEN "ignitionTokenSecret" /* Agent -> "ns/name" of its token Secret */

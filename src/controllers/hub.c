@@ -401,15 +401,17 @@ static int start_controllers(struct hub *h, bool standby)
 	if (r == 0)
 		r = hub_manifests_register(h);
 	if (r == 0)
-		r = hub_capoa_controlplane_register(h);
-	if (r == 0)
-		r = hub_capm3_register(h);
-	if (r == 0)
 		r = hub_capi_cluster_register(h);
 	if (r == 0)
 		r = hub_capi_machine_register(h);
 	if (r == 0)
 		r = hub_capi_machineset_register(h);
+	if (r == 0)
+		r = hub_capm3_register(h);
+	if (r == 0)
+		r = hub_capoa_bootstrap_register(h);
+	if (r == 0)
+		r = hub_capoa_controlplane_register(h);
 	/* Hosts that stopped polling are found by a sweep (agentapi.c). */
 	if (r == 0)
 		r = rt_ticker(h->rt, 1000, sweep_disconnected, h);

@@ -71,3 +71,7 @@ def test_readme_walkthroughs_run_as_written(hub, tmp_path):
     assert re.search(r"server: https://api\.test-cluster\.hive\.example\.com:6443", text)
     assert "\nUnbindingPendingUserAction+ kubectl" in text or "\nUnbound+ kubectl" in text
     assert len(re.findall(r"^\S+\s+known-unbound\s+Unbound$", text, re.M)) >= 2
+    # Cluster API: the Machine with its provider ID and node, the kubeconfig's server.
+    assert re.search(r"^test-sno-[a-z0-9]{5}\s+metal3://test-capi/sim-18-0/test-sno-[a-z0-9]{5}\s+sim-18-0$",
+                     text, re.M), text[-6000:]
+    assert "server: https://api.test-sno.lab.home:6443" in text
