@@ -144,9 +144,12 @@ def finish_machine(hub, ns, machine, provider_id=None):
 
 def test_cluster_owner_labels_endpoint_and_status(module_hub, ns):
     hub = module_hub
-    hub.apply_obj(obj(f"{INFRA_GROUP}/v1beta1", "Metal3Cluster", ns, "m3c",
-                      {"controlPlaneEndpoint": {"host": "192.168.111.5", "port": 6443}}))
-    hub.apply_obj(oacp_obj(ns, "cp"))
+    # The hub's own CAPM3 provisions a Metal3Cluster as soon as its endpoint
+    # is valid: it starts without one, so the Cluster is seen Provisioning.
+    # The control plane stands in for CAPOA's (paused, so the hub's CAPOA
+    # control plane leaves its status to this test).
+    hub.apply_obj(obj(f"{INFRA_GROUP}/v1beta1", "Metal3Cluster", ns, "m3c", {"noCloudProvider": True}))
+    hub.apply_obj(oacp_obj(ns, "cp", annotations={"cluster.x-k8s.io/paused": ""}))
     hub.apply_obj(cluster_obj(ns, "c1"))
 
     cl = wait_obj(hub, ns, CLUSTER, "c1", lambda o: "cluster.cluster.x-k8s.io" in o["metadata"].get("finalizers", []),
@@ -159,10 +162,9 @@ def test_cluster_owner_labels_endpoint_and_status(module_hub, ns):
         assert r["apiVersion"] == "cluster.x-k8s.io/v1beta2" and r["controller"] is False
         assert o["metadata"]["labels"][CN] == "c1"
 
-    # The endpoint comes from the infra cluster; infrastructure not yet provisioned.
-    cl = wait_obj(hub, ns, CLUSTER, "c1", lambda o: o["spec"].get("controlPlaneEndpoint", {}).get("host")
-                  and o.get("status", {}).get("phase"), "endpoint and phase")
-    assert cl["spec"]["controlPlaneEndpoint"] == {"host": "192.168.111.5", "port": 6443}
+    # Infrastructure not yet provisioned.
+    cl = wait_obj(hub, ns, CLUSTER, "c1", lambda o: o.get("status", {}).get("phase"), "phase")
+    assert not cl["spec"].get("controlPlaneEndpoint", {}).get("host"), cl["spec"]
     assert cl["status"]["phase"] == "Provisioning"
     assert cond(cl, "InfrastructureReady")["status"] == "False"
     assert cond(cl, "ControlPlaneInitialized") == {**cond(cl, "ControlPlaneInitialized"), "status": "False",
@@ -172,9 +174,12 @@ def test_cluster_owner_labels_endpoint_and_status(module_hub, ns):
     assert v1b1(cl, "InfrastructureReady")["status"] == "False"
     assert not cl["status"].get("initialization", {}).get("infrastructureProvisioned")
 
-    # v1beta1 status.ready of the infra cluster provisions the Cluster.
-    patch(hub, ns, M3C, "m3c", {"status": {"ready": True}}, status=True)
+    # An endpoint on the infra cluster: CAPM3 makes it ready (v1beta1
+    # status.ready), the endpoint is copied and the Cluster is provisioned.
+    patch(hub, ns, M3C, "m3c", {"spec": {"controlPlaneEndpoint": {"host": "192.168.111.5", "port": 6443}}})
     cl = wait_obj(hub, ns, CLUSTER, "c1", lambda o: o["status"].get("phase") == "Provisioned", "Provisioned")
+    assert get(hub, ns, M3C, "m3c")["status"]["ready"] is True
+    assert cl["spec"]["controlPlaneEndpoint"] == {"host": "192.168.111.5", "port": 6443}
     assert cl["status"]["initialization"]["infrastructureProvisioned"] is True
     assert cond(cl, "InfrastructureReady")["status"] == "True"
     assert cond(cl, "InfrastructureReady")["reason"] == "Ready"

@@ -53,7 +53,7 @@ def patch_status(hub, kind, name, status):
                 "-p", json.dumps({"status": status}))
 
 
-def make_cluster(hub):
+def make_cluster(hub, endpoint=True):
     apply(hub, {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
                 "metadata": {"name": CLUSTER, "namespace": NS},
                 "spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
@@ -63,8 +63,8 @@ def make_cluster(hub):
                 "metadata": {"name": CLUSTER, "namespace": NS,
                              "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
                                                   "name": CLUSTER, "uid": cl["metadata"]["uid"]}]},
-                "spec": {"controlPlaneEndpoint": {"host": "c1.lab.home", "port": 6443},
-                         "noCloudProvider": True}})
+                "spec": dict({"noCloudProvider": True},
+                             **({"controlPlaneEndpoint": {"host": "c1.lab.home", "port": 6443}} if endpoint else {}))})
     return cl
 
 
@@ -154,7 +154,9 @@ def test_metal3machine_waits(capm3_hub):
     assert cond(m, "AssociateBMH", v2=False)["reason"] == "WaitingForM3MachineOwnerRef"
     assert "metal3machine.infrastructure.cluster.x-k8s.io" in m["metadata"]["finalizers"]
     assert m["status"]["ready"] is False
-    make_cluster(hub)
+    # A Metal3Cluster without its endpoint is not provisioned, so neither
+    # is the Cluster's infrastructure (the hub's CAPI core copies it).
+    make_cluster(hub, endpoint=False)
     make_machine(hub, "m0", template=None)
 
     def reason():
@@ -162,7 +164,11 @@ def test_metal3machine_waits(capm3_hub):
         return c and c["reason"]
     wait_for(lambda: reason() == "WaitingForClusterInfrastructureReady", timeout=20,
              what="waiting for the cluster infrastructure")
-    patch_status(hub, "clusters.cluster.x-k8s.io", CLUSTER, {"initialization": {"infrastructureProvisioned": True}})
+    hub.kubectl("-n", NS, "patch", "metal3clusters.infrastructure.cluster.x-k8s.io", CLUSTER, "--type=merge",
+                "-p", '{"spec": {"controlPlaneEndpoint": {"host": "c1.lab.home", "port": 6443}}}')
+    wait_for(lambda: get(hub, "clusters.cluster.x-k8s.io", CLUSTER).get("status", {}).get(
+        "initialization", {}).get("infrastructureProvisioned") is True, timeout=20,
+        what="the Cluster's infrastructure provisioned")
     hub.kubectl("-n", NS, "patch", "machines.cluster.x-k8s.io", "m0", "--type=json",
                 "-p", '[{"op": "remove", "path": "/spec/bootstrap/dataSecretName"}]')
     wait_for(lambda: reason() == "WaitingForBootstrapData", timeout=20, what="waiting for the bootstrap data")

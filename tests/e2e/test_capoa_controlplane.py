@@ -211,8 +211,9 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
     assert cis["spec"]["releaseImage"] == "quay.io/openshift-release-dev/ocp-release:4.19.0-x86_64"
 
     # The AgentClusterInstall.
-    aci = wait_for(lambda: get(hub, ns, "agentclusterinstalls.extensions.hive.openshift.io", "c1-cp",
-                               check=False), timeout=WAIT, what="the ACI")
+    aci = wait_for(lambda: (lambda a: a if a and a["spec"].get("provisionRequirements", {}).get("workerAgents") == 3
+                            else None)(get(hub, ns, "agentclusterinstalls.extensions.hive.openshift.io", "c1-cp",
+                                           check=False)), timeout=WAIT, what="the ACI with its 3 workers")
     assert aci["metadata"]["labels"] == dict(cp_labels, **{
         "agentclusterinstalls.agent-install.openshift.io/consumer": "OpenshiftAssistedControlPlane"})
     assert any(o["kind"] == "OpenshiftAssistedControlPlane" and o["name"] == "c1-cp"
@@ -221,7 +222,10 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
     assert spec["clusterDeploymentRef"] == {"name": "c1-cp"}
     assert spec["imageSetRef"] == {"name": "c1-cp"}
     assert spec["platformType"] == "None"
-    assert spec["provisionRequirements"] == {"controlPlaneAgents": 1, "workerAgents": 2}
+    # c1-noreplicas was created without spec.replicas: the hub's CAPI core
+    # defaults it to 1, as CAPI's defaulting webhook does, so 2 + 1.
+    assert get(hub, ns, "machinedeployments.cluster.x-k8s.io", "c1-noreplicas")["spec"]["replicas"] == 1
+    assert spec["provisionRequirements"] == {"controlPlaneAgents": 1, "workerAgents": 3}
     assert spec["sshPublicKey"] == SSH
     assert spec["networking"]["clusterNetwork"] == [{"cidr": "172.18.0.0/20", "hostPrefix": 23}]
     assert spec["networking"]["serviceNetwork"] == ["10.96.0.0/12"]
@@ -255,7 +259,15 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
     up = cond(get(hub, ns, "machines.cluster.x-k8s.io", name), "UpToDate")
     assert (up["status"], up["reason"]) == ("True", "UpToDate")
 
-    # CAPI core would mark the Machine Ready and Available: counted.
+    # CAPI core marks a Machine Ready and Available once its host is
+    # installed (test_capi.py goes that way); here the Machine is paused, so
+    # the hub's CAPI core leaves its conditions to this test, which marks it.
+    r = hub.request("PATCH", f"/apis/cluster.x-k8s.io/v1beta2/namespaces/{ns}/machines/{name}",
+                    {"metadata": {"annotations": {"cluster.x-k8s.io/paused": ""}}},
+                    content_type="application/merge-patch+json")
+    assert r.status == 200, r.body
+    wait_for(lambda: (cond(get(hub, ns, "machines.cluster.x-k8s.io", name), "Paused") or {}).get("status") == "True",
+             timeout=WAIT, what="the Machine paused")
     now = "2026-01-01T00:00:00Z"
     r = hub.request("PATCH", f"/apis/cluster.x-k8s.io/v1beta2/namespaces/{ns}/machines/{name}/status",
                     {"status": {"conditions": [
@@ -280,10 +292,17 @@ def test_controlplane_objects_scale_and_delete(module_hub, ns):
     assert (get(hub, ns, "oacp", "c1-cp")["metadata"]["resourceVersion"],
             get(hub, ns, "machines.cluster.x-k8s.io", name)["metadata"]["resourceVersion"]) == rv
 
-    # Workers: the MachineDeployments' replicas (nil counts 0).
+    # Unpaused again: the hub's CAPI core takes the Machine back (its
+    # deletion below goes through CAPI core's finalizer).
+    r = hub.request("PATCH", f"/apis/cluster.x-k8s.io/v1beta2/namespaces/{ns}/machines/{name}",
+                    {"metadata": {"annotations": {"cluster.x-k8s.io/paused": None}}},
+                    content_type="application/merge-patch+json")
+    assert r.status == 200, r.body
+
+    # Workers: the sum of the MachineDeployments' replicas.
     hub.kubectl("scale", "machinedeployments.cluster.x-k8s.io", "c1-workers", "-n", ns, "--replicas=3")
     wait_for(lambda: get(hub, ns, "agentclusterinstalls.extensions.hive.openshift.io", "c1-cp")["spec"]
-             ["provisionRequirements"]["workerAgents"] == 3, timeout=WAIT, what="workerAgents 3")
+             ["provisionRequirements"]["workerAgents"] == 4, timeout=WAIT, what="workerAgents 4")
 
     # Scale 1 -> 3 -> 1: the oldest goes.
     scale(hub, ns, "c1-cp", 3)
