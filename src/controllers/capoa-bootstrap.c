@@ -28,11 +28,17 @@
  * is not a CAPI one and is left alone (upstream logs an error for it); the
  * mapper already drops those events, so other Agents cost one cache look-up.
  *
- * The ignition fetch is one bounded HTTPS GET on the reconcile thread
- * (connect 5 s, whole transfer 20 s, body at most 32 MiB), trusting the
- * system roots, the hub's own CA and the CA bundle named by
- * ASSISTED_CA_BUNDLE_* (§C.4 step 12) when it exists. */
+ * The ignition fetch is one bounded HTTPS GET (connect 5 s, whole transfer
+ * 20 s, body at most 32 MiB), trusting the system roots, the hub's own CA
+ * and the CA bundle named by ASSISTED_CA_BUNDLE_* (§C.4 step 12) when it
+ * exists.  It never runs on a reconcile thread (the hub has one for all
+ * controllers): the reconcile asks for it (a bounded job list, one job per
+ * OAC), a small pool of threads (started on demand, at most
+ * FETCH_THREADS_MAX) runs it and queues the OAC again, and the next pass
+ * takes the result, only when it is for the URL the InfraEnv names now and
+ * younger than FETCH_RESULT_TTL_MS. */
 #include <curl/curl.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -74,6 +80,9 @@
 #define FETCH_CONNECT_MS 5000L
 #define FETCH_TIMEOUT_MS 20000L
 #define FETCH_MAX (32u << 20)
+#define FETCH_JOBS_MAX 4096        /* OACs with a fetch asked for or its result unread */
+#define FETCH_THREADS_MAX 4
+#define FETCH_RESULT_TTL_MS 60000  /* an unread result older than this is fetched again */
 
 #define IDX_CD_CAPI_CLUSTER "capiClusterName"  /* ClusterDeployment -> its cluster-name label */
 #define IDX_OAC_CAPI_CLUSTER "capiClusterName" /* OAC -> its cluster-name label */
@@ -489,29 +498,67 @@ static char *ignition_url(const char *events_url, const char *ie_ns, char *why, 
 	return capoa_ignition_url(events_url, NULL, why, why_size);
 }
 
-/* GET url: 0 with the body, or a negative errno with why (no secrets:
- * the URL's query is never shown). */
-static int fetch_ignition(struct capoa *cp, const char *url, char **ret, size_t *ret_len, char *why, size_t why_size)
+/* One fetch: what to get, and its result once done.  The URL holds the
+ * InfraEnv's api_key: it is wiped when freed and never logged. */
+struct fetch_job {
+	char ns[RT_NS_MAX + 1], name[RT_NAME_MAX + 1];
+	char *url, *cas;   /* cas: the extra PEM roots, or NULL for the system ones */
+	bool running, done;
+	int64_t done_ms;
+	int err;           /* 0: body is the ignition */
+	char *body;
+	size_t len;
+	char why[512];
+	struct fetch_job *next;  /* all jobs */
+	struct fetch_job *qnext; /* waiting for a thread */
+};
+
+static struct fetcher {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct fetch_job *jobs, *qhead, *qtail;
+	size_t njobs;
+	bool stop;
+	int nthreads, idle;
+	pthread_t threads[FETCH_THREADS_MAX];
+} fetcher = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void fetch_job_free(struct fetch_job *j)
 {
-	char curl_msg[CURL_ERROR_SIZE] = "", *bundle = ca_bundle(cp), *cas = NULL;
+	if (!j)
+		return;
+	if (j->url) {
+		explicit_bzero(j->url, strlen(j->url));
+		free(j->url);
+	}
+	free(j->cas);
+	free(j->body);
+	free(j);
+}
+
+/* Aborts a transfer when the hub stops. */
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)ud, (void)dt, (void)dn, (void)ut, (void)un;
+	return __atomic_load_n(&fetcher.stop, __ATOMIC_RELAXED) ? 1 : 0;
+}
+
+/* GET j->url into j->body, or j->err and j->why (no secrets: the URL's
+ * query is never shown).  Runs on a fetch thread. */
+static void fetch_run(struct fetch_job *j)
+{
+	char curl_msg[CURL_ERROR_SIZE] = "";
 	struct body b = { 0 };
 	long code = 0;
 	CURLcode cr;
-	CURL *c;
+	CURL *c = curl_easy_init();
 
-	bool extra = is_set(cp->h->hub_ca_pem) || is_set(bundle);
-
-	if (asprintf(&cas, "%s\n%s\n", cp->h->hub_ca_pem ? cp->h->hub_ca_pem : "", bundle ? bundle : "") < 0)
-		cas = NULL;
-	free(bundle);
-	c = curl_easy_init();
-	if (!c || !cas) {
-		if (c)
-			curl_easy_cleanup(c);
-		free(cas);
-		return -ENOMEM;
+	if (!c) {
+		j->err = -ENOMEM;
+		snprintf(j->why, sizeof(j->why), "out of memory");
+		return;
 	}
-	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_URL, j->url);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_msg);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 #if LIBCURL_VERSION_NUM >= 0x075500
@@ -520,9 +567,11 @@ static int fetch_ignition(struct capoa *cp, const char *url, char **ret, size_t 
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, FETCH_CONNECT_MS);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, FETCH_TIMEOUT_MS);
 	curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)FETCH_MAX);
-	if (extra) {
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	if (j->cas) {
 		/* The hub's CA and the bundle, besides the system roots (CAPATH). */
-		struct curl_blob blob = { .data = cas, .len = strlen(cas), .flags = CURL_BLOB_COPY };
+		struct curl_blob blob = { .data = j->cas, .len = strlen(j->cas), .flags = CURL_BLOB_COPY };
 
 		curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
 		curl_easy_setopt(c, CURLOPT_CAPATH, "/etc/ssl/certs");
@@ -532,20 +581,233 @@ static int fetch_ignition(struct capoa *cp, const char *url, char **ret, size_t 
 	cr = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(c);
-	free(cas);
 	if (cr != CURLE_OK || code != 200) {
 		if (b.too_big)
-			snprintf(why, why_size, "ignition larger than %u bytes", FETCH_MAX);
+			snprintf(j->why, sizeof(j->why), "ignition larger than %u bytes", FETCH_MAX);
 		else if (cr != CURLE_OK)
-			snprintf(why, why_size, "ignition request failed: %s", curl_msg[0] ? curl_msg : curl_easy_strerror(cr));
+			snprintf(j->why, sizeof(j->why), "ignition request failed: %s",
+				 curl_msg[0] ? curl_msg : curl_easy_strerror(cr));
 		else
-			snprintf(why, why_size, "ignition request returned status %ld", code);
+			snprintf(j->why, sizeof(j->why), "ignition request returned status %ld", code);
 		free(b.data);
-		return -EIO;
+		j->err = -EIO;
+		return;
 	}
-	*ret = b.data ? b.data : strdup("");
-	*ret_len = b.len;
-	return *ret ? 0 : -ENOMEM;
+	j->body = b.data ? b.data : strdup("");
+	j->len = b.len;
+	j->err = j->body ? 0 : -ENOMEM;
+	if (!j->body)
+		snprintf(j->why, sizeof(j->why), "out of memory");
+}
+
+static void *fetch_worker(void *ud)
+{
+	struct fetcher *f = ud;
+
+	pthread_mutex_lock(&f->lock);
+	for (;;) {
+		struct fetch_job *j;
+
+		f->idle++;
+		while (!f->stop && !f->qhead)
+			pthread_cond_wait(&f->cond, &f->lock);
+		f->idle--;
+		if (f->stop)
+			break;
+		j = f->qhead;
+		f->qhead = j->qnext;
+		if (!f->qhead)
+			f->qtail = NULL;
+		j->qnext = NULL;
+		j->running = true;
+		pthread_mutex_unlock(&f->lock);
+		fetch_run(j);
+		pthread_mutex_lock(&f->lock);
+		j->done = true;
+		j->done_ms = util_mono_ms();
+		if (!f->stop && capoa_ctx.c_oac)
+			rt_enqueue(capoa_ctx.c_oac, j->ns, j->name);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+/* Unlink *pp, not running (under the lock; a job waiting for a thread is
+ * also taken off that queue). */
+static void fetch_unlink(struct fetch_job **pp)
+{
+	struct fetch_job *j = *pp, **qp, *prev = NULL;
+
+	*pp = j->next;
+	fetcher.njobs--;
+	for (qp = &fetcher.qhead; *qp; prev = *qp, qp = &(*qp)->qnext)
+		if (*qp == j) {
+			*qp = j->qnext;
+			if (fetcher.qtail == j)
+				fetcher.qtail = prev;
+			break;
+		}
+}
+
+/* Drop the OAC's job and result (a running fetch is left to end: its result
+ * is dropped by the next poll). */
+static void fetch_forget(const char *ns, const char *name)
+{
+	struct fetch_job **pp, *j, *gone = NULL;
+
+	pthread_mutex_lock(&fetcher.lock);
+	for (pp = &fetcher.jobs; (j = *pp); pp = &j->next)
+		if (strcmp(j->ns, ns) == 0 && strcmp(j->name, name) == 0)
+			break;
+	if (j && (!j->running || j->done)) {
+		fetch_unlink(pp);
+		gone = j;
+	}
+	pthread_mutex_unlock(&fetcher.lock);
+	fetch_job_free(gone);
+}
+
+enum { FETCH_PENDING = 1 };
+
+/* Ask for url for the OAC ns/name.  0: the fetch of that very URL ended,
+ * recently: *ret (the body, owned by the caller; NULL with why on a
+ * failure); FETCH_PENDING: it runs (the OAC is queued again when it ends);
+ * negative: refused (-ENOBUFS, -ENOMEM) with why.  cas is taken. */
+static int fetch_poll(const char *ns, const char *name, const char *url, char *cas, char **ret, size_t *ret_len,
+		      char *why, size_t why_size)
+{
+	struct fetch_job **pp, *j, *old = NULL;
+	int r = FETCH_PENDING;
+
+	*ret = NULL;
+	*ret_len = 0;
+	pthread_mutex_lock(&fetcher.lock);
+	for (pp = &fetcher.jobs; (j = *pp); pp = &j->next)
+		if (strcmp(j->ns, ns) == 0 && strcmp(j->name, name) == 0)
+			break;
+	if (j && !j->done && strcmp(j->url, url) == 0) {
+		pthread_mutex_unlock(&fetcher.lock);
+		free(cas);
+		return FETCH_PENDING;
+	}
+	if (j && j->running && !j->done) {
+		/* For another URL: its result is dropped when it ends (the
+		 * OAC is queued again then). */
+		pthread_mutex_unlock(&fetcher.lock);
+		free(cas);
+		return FETCH_PENDING;
+	}
+	if (j && !j->done) {
+		/* For another URL, still waiting for a thread: replaced. */
+		fetch_unlink(pp);
+		old = j;
+	} else if (j) {
+		fetch_unlink(pp);
+		if (strcmp(j->url, url) == 0 && util_mono_ms() - j->done_ms <= FETCH_RESULT_TTL_MS) {
+			pthread_mutex_unlock(&fetcher.lock);
+			free(cas);
+			if (j->err < 0)
+				snprintf(why, why_size, "%s", j->why);
+			else {
+				*ret = j->body;
+				*ret_len = j->len;
+				j->body = NULL;
+			}
+			r = j->err;
+			fetch_job_free(j);
+			return r;
+		}
+		old = j; /* for another URL, or stale */
+	}
+	if (fetcher.njobs >= FETCH_JOBS_MAX) {
+		/* Unread results go first: their OACs fetch again. */
+		for (pp = &fetcher.jobs; (j = *pp); pp = &j->next)
+			if (j->done)
+				break;
+		if (!j) {
+			pthread_mutex_unlock(&fetcher.lock);
+			fetch_job_free(old);
+			free(cas);
+			snprintf(why, why_size, "too many ignition requests in flight");
+			return -ENOBUFS;
+		}
+		fetch_unlink(pp);
+		fetch_job_free(j);
+	}
+	j = calloc(1, sizeof(*j));
+	if (j) {
+		snprintf(j->ns, sizeof(j->ns), "%s", ns);
+		snprintf(j->name, sizeof(j->name), "%s", name);
+		j->url = strdup(url);
+		j->cas = cas;
+		cas = NULL;
+	}
+	if (!j || !j->url) {
+		fetch_job_free(j);
+		snprintf(why, why_size, "out of memory");
+		r = -ENOMEM;
+	} else {
+		j->next = fetcher.jobs;
+		fetcher.jobs = j;
+		fetcher.njobs++;
+		if (fetcher.qtail)
+			fetcher.qtail->qnext = j;
+		else
+			fetcher.qhead = j;
+		fetcher.qtail = j;
+		/* No fetch threads until the first fetch; one more when every
+		 * started one is busy, up to the bound. */
+		if (fetcher.idle == 0 && fetcher.nthreads < FETCH_THREADS_MAX && !fetcher.stop &&
+		    pthread_create(&fetcher.threads[fetcher.nthreads], NULL, fetch_worker, &fetcher) == 0)
+			fetcher.nthreads++;
+		pthread_cond_signal(&fetcher.cond);
+	}
+	pthread_mutex_unlock(&fetcher.lock);
+	fetch_job_free(old);
+	free(cas);
+	return r;
+}
+
+/* The extra PEM roots for a fetch (malloc'd): the hub's CA and the bundle,
+ * or NULL when neither is set (the system roots only).  Read on the
+ * reconcile thread. */
+static char *fetch_cas(struct capoa *cp)
+{
+	char *bundle = ca_bundle(cp), *cas = NULL;
+
+	if ((is_set(cp->h->hub_ca_pem) || is_set(bundle)) &&
+	    asprintf(&cas, "%s\n%s\n", cp->h->hub_ca_pem ? cp->h->hub_ca_pem : "", bundle ? bundle : "") < 0)
+		cas = NULL;
+	free(bundle);
+	return cas;
+}
+
+/* At hub shutdown (after the runtime stopped): the threads end (a running
+ * transfer is aborted) and the jobs go. */
+void hub_capoa_bootstrap_stop(struct hub *h)
+{
+	struct fetch_job *j;
+	int i, n;
+
+	(void)h;
+	pthread_mutex_lock(&fetcher.lock);
+	__atomic_store_n(&fetcher.stop, true, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&fetcher.cond);
+	n = fetcher.nthreads;
+	pthread_mutex_unlock(&fetcher.lock);
+	for (i = 0; i < n; i++)
+		pthread_join(fetcher.threads[i], NULL);
+	pthread_mutex_lock(&fetcher.lock);
+	while ((j = fetcher.jobs)) {
+		fetcher.jobs = j->next;
+		fetch_job_free(j);
+	}
+	fetcher.qhead = fetcher.qtail = NULL;
+	fetcher.njobs = 0;
+	fetcher.nthreads = fetcher.idle = 0;
+	__atomic_store_n(&fetcher.stop, false, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&fetcher.lock);
+	capoa_ctx.c_oac = NULL;
 }
 
 /* --- the OAC reconcile --------------------------------------------------------------- */
@@ -766,8 +1028,11 @@ static struct rt_result oac_reconcile(void *ctx, const struct rt_key *key)
 	ah_err err = { 0 };
 	int r;
 
-	if (kube_get(h->api, cp->k_oac, key->ns, key->name, &oac, &err) < 0)
+	if (kube_get(h->api, cp->k_oac, key->ns, key->name, &oac, &err) < 0) {
+		if (err.status == 404)
+			fetch_forget(key->ns, key->name);
 		return err.status == 404 ? rt_done() : rt_error(-EIO);
+	}
 	/* 1. The owner Machine. */
 	mref = owner_ref(oac, CAPI_GROUP, "Machine");
 	if (!mref || !is_set(jstr(mref, "name")))
@@ -779,6 +1044,7 @@ static struct rt_result oac_reconcile(void *ctx, const struct rt_key *key)
 	}
 	/* 2. Deleting. */
 	if (deleting(oac)) {
+		fetch_forget(key->ns, key->name);
 		res = reconcile_delete(cp, oac, machine, jstr(mref, "name"));
 		goto out_nostatus;
 	}
@@ -848,7 +1114,14 @@ static struct rt_result oac_reconcile(void *ctx, const struct rt_key *key)
 		}
 		/* 11, 12. The discovery ignition. */
 		url = ignition_url(ev, key->ns, why, sizeof(why));
-		if (!url || fetch_ignition(cp, url, &ign, &ign_len, why, sizeof(why)) < 0) {
+		r = url ? fetch_poll(key->ns, key->name, url, fetch_cas(cp), &ign, &ign_len, why, sizeof(why)) : -EINVAL;
+		if (r == FETCH_PENDING) {
+			/* The fetch thread queues the OAC when done; the delay
+			 * is a backstop only. */
+			res = rt_requeue_after(FETCH_TIMEOUT_MS + RETRY_MS);
+			goto out_nostatus;
+		}
+		if (r < 0) {
 			mark(&p, "False", R_WAIT_AI, "Info", "failed retrieving ignition: %s", why);
 			res = rt_requeue_after(RETRY_MS);
 			goto out;

@@ -144,6 +144,8 @@ int hub_capm3_register(struct hub *h);
  * OpenshiftAssistedConfig and CAPOAAgent controllers; nothing when the
  * CAPI kinds are not declared. */
 int hub_capoa_bootstrap_register(struct hub *h);
+/* Its ignition fetch threads end (hub_free, after rt_stop). */
+void hub_capoa_bootstrap_stop(struct hub *h);
 /* The CAPOA control-plane provider (capoa-controlplane.c): the
  * OpenshiftAssistedControlPlane, its ClusterDeployment and
  * AgentClusterInstall controllers; nothing when the kinds are absent. */

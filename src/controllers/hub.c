@@ -499,6 +499,7 @@ void hub_free(struct hub *h)
 	leader_stop(h->leader);
 	rt_stop(h->rt);
 	hub_bmh_stop(h);
+	hub_capoa_bootstrap_stop(h);
 	rt_free(h->rt);
 	hub_records_free(h);
 	hub_spoke_free(h);
