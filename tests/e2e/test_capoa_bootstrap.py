@@ -10,7 +10,9 @@ installerArgs on the Agent of a simulated host booted from that InfraEnv."""
 import base64
 import json
 import shutil
+import socket
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -308,3 +310,93 @@ def test_bad_node_name_is_reported(hub_factory):
     assert "spec.nodeRegistration.name" in c["message"], c
     assert get_opt(hub, "secret", "oac-cp-0") is None
     assert not get_oac(hub)["status"].get("initialization", {}).get("dataSecretCreated")
+
+
+class BlackHole:
+    """A TCP server that accepts connections and never answers."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = []  # monotonic times
+        self.conns = []
+        self.closed = False
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while not self.closed:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            self.accepted.append(time.monotonic())
+
+    def close(self):
+        self.closed = True
+        for c in self.conns + [self.sock]:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+def test_ignition_fetch_does_not_hold_the_worker(hub_factory):
+    """The hub runs every controller on one reconcile thread: an
+    ignition fetch from an eventsURL host that accepts and never answers
+    runs beside it, so an unrelated InfraEnv gets its image at once; the
+    fetch ends after its 20 s bound with DataSecretAvailable False
+    WaitingForAssistedInstaller, and the api_key is nowhere in the status
+    or the log."""
+    bh = BlackHole()
+    try:
+        hub = hub_factory(extra_args=["--service-url", f"http://127.0.0.1:{bh.port}"])
+        setup_common(hub, ns=NS)
+        hub.apply_obj({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                       "metadata": {"name": CLUSTER, "namespace": NS}, "spec": {}})
+        hub.kubectl("-n", NS, "patch", "cluster.cluster.x-k8s.io", CLUSTER, "--subresource=status",
+                    "--type", "merge", "-p",
+                    json.dumps({"status": {"initialization": {"infrastructureProvisioned": True}}}))
+        cd = cluster_deployment("capi-cd", "capi-aci", ns=NS)
+        cd["metadata"]["labels"] = {"cluster.x-k8s.io/cluster-name": CLUSTER}
+        hub.apply_obj(cd)
+        hub.apply_obj(multi_node_aci("capi-aci", "capi-cd", ns=NS, cp=1, workers=0))
+        capi_objects(hub)
+
+        # The fetch has begun: the black hole holds its connection.
+        wait_for(lambda: bh.accepted, timeout=60, interval=0.1, what="the ignition request")
+        began = bh.accepted[0]
+        ie = hub.kubectl_json("-n", NS, "get", "infraenv", "m-cp-0")
+        events_url = ie["status"]["debugInfo"]["eventsURL"]
+        assert events_url.startswith(f"http://127.0.0.1:{bh.port}/"), events_url
+        api_key = events_url.split("api_key=")[1].split("&")[0]
+        assert api_key
+
+        # Meanwhile another controller's work completes.
+        t0 = time.monotonic()
+        hub.apply_obj({"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "InfraEnv",
+                       "metadata": {"name": "unrelated", "namespace": NS},
+                       "spec": {"clusterRef": {"name": "capi-cd", "namespace": NS},
+                                "pullSecretRef": {"name": "pull-secret"}}})
+
+        def image_created():
+            o = hub.kubectl_json("-n", NS, "get", "infraenv", "unrelated")
+            return any(c["type"] == "ImageCreated" and c["status"] == "True"
+                       for c in o.get("status", {}).get("conditions", []))
+        wait_for(image_created, timeout=30, interval=0.1, what="ImageCreated on the unrelated InfraEnv")
+        took = time.monotonic() - t0
+        assert took < 8, f"the unrelated InfraEnv waited {took:.1f}s behind the ignition fetch"
+        # ... while the fetch was still held (its bound is 20 s).
+        assert time.monotonic() - began < 19, "the fetch ended before the check; nothing was proved"
+        assert v1b1(get_oac(hub)).get("DataSecretAvailable", {}).get("reason") != "WaitingForAssistedInstaller"
+
+        # The fetch gives up after its bound; the OAC says why.
+        c = wait_reason(hub, "WaitingForAssistedInstaller")
+        assert "failed retrieving ignition" in c["message"], c
+        assert time.monotonic() - began >= 15, c
+        assert api_key not in json.dumps(get_oac(hub))
+        assert api_key not in hub.log_text()
+    finally:
+        bh.close()
