@@ -1099,6 +1099,7 @@ static struct rt_result oac_reconcile(void *ctx, const struct rt_key *key)
 	/* 9. Done before. */
 	if (json_is_true(json_object_get(json_object_get(json_object_get(oac, "status"), "initialization"), "dataSecretCreated")) &&
 	    secret_exists(cp, key->ns, key->name)) {
+		fetch_forget(key->ns, key->name);
 		mark(&p, "True", NULL, NULL, "%s", "");
 		secret_name = key->name;
 		goto out;
