@@ -343,6 +343,26 @@ class BlackHole:
                 pass
 
 
+def hub_with_fetch_held(hub_factory, bh):
+    """A hub whose service URL (so the InfraEnvs' eventsURL) is the black
+    hole, with a control-plane config whose ignition fetch has begun."""
+    hub = hub_factory(extra_args=["--service-url", f"http://127.0.0.1:{bh.port}"])
+    setup_common(hub, ns=NS)
+    hub.apply_obj({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                   "metadata": {"name": CLUSTER, "namespace": NS}, "spec": {}})
+    hub.kubectl("-n", NS, "patch", "cluster.cluster.x-k8s.io", CLUSTER, "--subresource=status",
+                "--type", "merge", "-p",
+                json.dumps({"status": {"initialization": {"infrastructureProvisioned": True}}}))
+    cd = cluster_deployment("capi-cd", "capi-aci", ns=NS)
+    cd["metadata"]["labels"] = {"cluster.x-k8s.io/cluster-name": CLUSTER}
+    hub.apply_obj(cd)
+    hub.apply_obj(multi_node_aci("capi-aci", "capi-cd", ns=NS, cp=1, workers=0))
+    capi_objects(hub)
+    # The fetch has begun: the black hole holds its connection.
+    wait_for(lambda: bh.accepted, timeout=60, interval=0.1, what="the ignition request")
+    return hub
+
+
 def test_ignition_fetch_does_not_hold_the_worker(hub_factory):
     """The hub runs every controller on one reconcile thread: an
     ignition fetch from an eventsURL host that accepts and never answers
@@ -352,21 +372,7 @@ def test_ignition_fetch_does_not_hold_the_worker(hub_factory):
     or the log."""
     bh = BlackHole()
     try:
-        hub = hub_factory(extra_args=["--service-url", f"http://127.0.0.1:{bh.port}"])
-        setup_common(hub, ns=NS)
-        hub.apply_obj({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
-                       "metadata": {"name": CLUSTER, "namespace": NS}, "spec": {}})
-        hub.kubectl("-n", NS, "patch", "cluster.cluster.x-k8s.io", CLUSTER, "--subresource=status",
-                    "--type", "merge", "-p",
-                    json.dumps({"status": {"initialization": {"infrastructureProvisioned": True}}}))
-        cd = cluster_deployment("capi-cd", "capi-aci", ns=NS)
-        cd["metadata"]["labels"] = {"cluster.x-k8s.io/cluster-name": CLUSTER}
-        hub.apply_obj(cd)
-        hub.apply_obj(multi_node_aci("capi-aci", "capi-cd", ns=NS, cp=1, workers=0))
-        capi_objects(hub)
-
-        # The fetch has begun: the black hole holds its connection.
-        wait_for(lambda: bh.accepted, timeout=60, interval=0.1, what="the ignition request")
+        hub = hub_with_fetch_held(hub_factory, bh)
         began = bh.accepted[0]
         ie = hub.kubectl_json("-n", NS, "get", "infraenv", "m-cp-0")
         events_url = ie["status"]["debugInfo"]["eventsURL"]
@@ -398,5 +404,20 @@ def test_ignition_fetch_does_not_hold_the_worker(hub_factory):
         assert time.monotonic() - began >= 15, c
         assert api_key not in json.dumps(get_oac(hub))
         assert api_key not in hub.log_text()
+    finally:
+        bh.close()
+
+
+def test_hub_stops_during_ignition_fetch(hub_factory):
+    """SIGTERM while an ignition fetch is held: the fetch is aborted, its
+    thread joined, and the hub exits cleanly well before the fetch's 20 s
+    bound."""
+    bh = BlackHole()
+    try:
+        hub = hub_with_fetch_held(hub_factory, bh)
+        t0 = time.monotonic()
+        assert hub.stop() == 0
+        took = time.monotonic() - t0
+        assert took < 8, f"the hub took {took:.1f}s to stop during an ignition fetch"
     finally:
         bh.close()
