@@ -241,8 +241,9 @@ static void restore_seed(const json_t *agent, json_t *rec)
 
 /* The Agent's record of applied fields: an object of applied_keys plus the
  * Agent's uid, so that a record left behind by a deleted Agent of the same
- * name never applies to a new one.  Missing or foreign → {}. */
-static json_t *applied_read(struct hub *h, const json_t *agent)
+ * name never applies to a new one.  Missing or foreign → {} (or what a
+ * restored Agent starts from), with *found false. */
+static json_t *applied_read(struct hub *h, const json_t *agent, bool *found)
 {
 	const json_t *meta = json_object_get(agent, "metadata");
 	store_obj *so = NULL;
@@ -255,7 +256,8 @@ static json_t *applied_read(struct hub *h, const json_t *agent)
 		rec = json_loadb(so->json, so->len, 0, NULL);
 		store_obj_free(so);
 	}
-	if (rec && jstr(rec, "uid") && jstr(meta, "uid") && strcmp(jstr(rec, "uid"), jstr(meta, "uid")) == 0) {
+	*found = rec && jstr(rec, "uid") && jstr(meta, "uid") && strcmp(jstr(rec, "uid"), jstr(meta, "uid")) == 0;
+	if (*found) {
 		for (k = applied_keys; *k; k++)
 			if (jstr(rec, *k))
 				json_object_set(out, *k, json_object_get(rec, *k));
@@ -746,11 +748,11 @@ json_t *hub_host_of(struct hub *h, const json_t *agent, const char *ie_id, enum 
 	const char *ns = jstr(meta, "namespace"), *id = jstr(meta, "name");
 	json_t *rec = NULL, *host = NULL, *state = NULL;
 	struct host_lease *l;
-	bool need, need_state;
+	bool need, need_state, found = false;
+	int64_t state_rev = 0;
 
 	if (!ns || !id)
 		return NULL;
-	int64_t state_rev = 0;
 
 	pthread_mutex_lock(&h->lock);
 	l = lease_get(h, id, ns, ie_id);
@@ -758,13 +760,16 @@ json_t *hub_host_of(struct hub *h, const json_t *agent, const char *ie_id, enum 
 	need = l && (!l->applied || h->cfg.leader_elect);
 	need_state = l && (!l->state_loaded || h->cfg.leader_elect);
 	pthread_mutex_unlock(&h->lock);
-	if (need && !(rec = applied_read(h, agent)))
+	if (need && !(rec = applied_read(h, agent, &found)))
 		return NULL;
 	if (need_state)
 		state = state_read(h, agent, &state_rev);
 	pthread_mutex_lock(&h->lock);
 	l = lease_get(h, id, ns, ie_id);
-	if (l && rec && (!l->applied || h->cfg.leader_elect)) {
+	/* Replicas take a stored record over their own copy; with none
+	 * stored yet (nothing moved since what this replica started the host
+	 * from, e.g. a restored Agent's saved role), the copy stays. */
+	if (l && rec && (!l->applied || (h->cfg.leader_elect && found))) {
 		json_decref(l->applied);
 		l->applied = rec;
 		rec = NULL;
