@@ -33,6 +33,12 @@ struct hub_config {
 	const char *leader_identity;
 	bool no_converged_flow;        /* --converged-flow=false (upstream ALLOW_CONVERGED_FLOW):
 					* no PreprovisioningImage controller */
+	bool converged_flow;           /* --converged-flow[=true] given: BMAC sets
+					* customDeploy start_assisted_install instead of
+					* the live-ISO image, and the PPI controller puts
+					* the ironic agent into the discovery Ignition.
+					* Without the flag (upstream: no baremetal
+					* operator >= 4.12) the live-ISO flow. */
 };
 
 struct hub;

@@ -243,6 +243,20 @@ static int reconcile_ppi(struct hub *h, const char *ns, const char *name, int64_
 			goto write;
 		}
 	}
+	/* 8. The ironic agent (§B.4, with the converged flow asked for): the
+	 * annotation makes the image service put the ironic agent's
+	 * configuration into the InfraEnv's discovery Ignition (hub.c); the
+	 * InfraEnv's change regenerates its image and brings us back. */
+	if (h->cfg.converged_flow &&
+	    strcmp(nz(jstr(json_object_get(json_object_get(ie, "metadata"), "annotations"), IRONIC_AGENT_ANN)), "true")) {
+		r = patch_meta(h, ie, h->k_infraenv, json_pack("{s:{s:s}}", "annotations", IRONIC_AGENT_ANN, "true"));
+		if (r < 0) {
+			snprintf(msg, sizeof(msg), "Could not add ironic agent to image: %s", strerror(-r));
+			fail_row(status, old, true, "IronicAgentIgnitionUpdateFailure", msg, gen);
+			goto write;
+		}
+		goto out;
+	}
 	json_array_foreach(json_object_get(json_object_get(ie, "status"), "conditions"), i, c)
 		if (strcmp(nz(jstr(c, "type")), "ImageCreated") == 0)
 			iec = c;

@@ -493,3 +493,63 @@ def test_converged_flow_custom_deploy_installs(hub_factory, tmp_path, sims):
                  timeout=90, what="the BMH provisioned once the deploy step ended")
     assert x["status"]["poweredOn"] is True and x["status"]["operationalStatus"] == "OK"
     assert "agent_token" not in hub.log_text()
+
+
+def test_converged_flow_from_the_infraenv_label(hub_factory, tmp_path, sims):
+    """The converged flow end to end with nothing put in by hand: the hub runs with
+    --converged-flow; a BMH labelled with its InfraEnv gets its PreprovisioningImage
+    (the object BMO would create), the PPI controller marks the InfraEnv
+    enable-ironic-agent so its discovery Ignition carries the ironic agent (no
+    ignitionConfigOverride), BMAC sets customDeploy start_assisted_install (no live-ISO
+    image), the deploy step starts the assisted agent, the host installs and the BMH
+    ends provisioned, then detached."""
+    from test_install import SUBNET, setup_common
+    from test_latebinding import bind, late_binding_infraenv, sno
+
+    hub = hub_factory(extra_args=["--converged-flow", "--host-disconnect-timeout", "30s"])
+    setup_common(hub)
+    ie = late_binding_infraenv(hub)
+    iename = ie["metadata"]["name"]
+    b = Bmc(tmp_path, hosts=1, args=["--bmh-namespace", NS, "--bmh-infraenv", iename, "--cacert", str(hub.ca_path),
+                                     "--subnet", SUBNET, "--stage-seconds", "1", "--max-poll-seconds", "1"])
+    sims.append(b)
+    hub.kubectl("apply", "-f", str(b.manifests))
+    bname = next(iter(bmhs(hub)))
+    wait_for(lambda: state(bmhs(hub)[bname]) == "available", timeout=60, what="the BMH available")
+    if not hub.kubectl_json("-n", NS, "get", "preprovisioningimages")["items"]:
+        x = bmhs(hub)[bname]
+        hub.apply_obj(ppi_obj(bname, x, x["metadata"]["labels"]["infraenvs.agent-install.openshift.io"]))
+    wait_for(lambda: hub.kubectl_json("-n", NS, "get", "infraenv", iename)["metadata"].get("annotations", {})
+             .get("infraenv.agent-install.openshift.io/enable-ironic-agent") == "true",
+             timeout=30, what="the InfraEnv marked enable-ironic-agent")
+    wait_for(lambda: conds(hub.kubectl_json("-n", NS, "get", "preprovisioningimage", bname))
+             .get("Ready", {}).get("reason") == "InfraEnvAvailable", timeout=60, what="the PPI Ready")
+    x = wait_for(lambda: bmhs(hub)[bname] if bmhs(hub)[bname]["spec"].get("customDeploy") else None,
+                 timeout=30, what="BMAC's customDeploy")
+    assert x["spec"]["customDeploy"] == {"method": "start_assisted_install"}
+    assert not x["spec"].get("image")
+    assert "inspect.metal3.io/hardwaredetails" not in x["metadata"].get("annotations", {})
+    # the upstream manifest's own override only: the ironic agent is the hub's doing
+    assert "ironic" not in hub.kubectl_json("-n", NS, "get", "infraenv", iename)["spec"].get("ignitionConfigOverride", "")
+
+    def registered():
+        items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
+        return items[0] if items else None
+    a = wait_for(registered, timeout=120, what="the Agent started by the deploy step")
+    assert state(bmhs(hub)[bname]) == "provisioning"
+    assert b.status("ipa") == 0  # the ironic agent handed over to the assisted agent
+    name = a["metadata"]["name"]
+    wait_for(lambda: hub.kubectl_json("-n", NS, "get", "agent", name)["spec"].get("approved") is True,
+             timeout=30, what="BMAC approving the Agent")
+    assert hub.kubectl_json("-n", NS, "get", "agent", name)["metadata"]["labels"]["agent-install.openshift.io/bmh"] \
+        == bname
+    sno(hub)
+    bind(hub, name, "single-node")
+    hub.kubectl("-n", NS, "wait", "--for=condition=Completed", "aci/test-agent-cluster-install",
+                "--timeout=180s", timeout=200)
+    x = wait_for(lambda: bmhs(hub)[bname] if state(bmhs(hub)[bname]) == "provisioned" else None,
+                 timeout=90, what="the BMH provisioned once the deploy step ended")
+    assert x["status"]["poweredOn"] is True
+    wait_for(lambda: "baremetalhost.metal3.io/detached" in bmhs(hub)[bname]["metadata"].get("annotations", {}),
+             timeout=30, what="BMAC detaching the provisioned BMH")
+    assert "agent_token" not in hub.log_text()
