@@ -498,7 +498,7 @@ def test_converged_flow_custom_deploy_installs(hub_factory, tmp_path, sims):
 def test_converged_flow_from_the_infraenv_label(hub_factory, tmp_path, sims):
     """The converged flow end to end with nothing put in by hand: the hub runs with
     --converged-flow; a BMH labelled with its InfraEnv gets its PreprovisioningImage
-    (the object BMO would create), the PPI controller marks the InfraEnv
+    from the hub (as BMO creates it), the PPI controller marks the InfraEnv
     enable-ironic-agent so its discovery Ignition carries the ironic agent (no
     ignitionConfigOverride), BMAC sets customDeploy start_assisted_install (no live-ISO
     image), the deploy step starts the assisted agent, the host installs and the BMH
@@ -516,9 +516,13 @@ def test_converged_flow_from_the_infraenv_label(hub_factory, tmp_path, sims):
     hub.kubectl("apply", "-f", str(b.manifests))
     bname = next(iter(bmhs(hub)))
     wait_for(lambda: state(bmhs(hub)[bname]) == "available", timeout=60, what="the BMH available")
-    if not hub.kubectl_json("-n", NS, "get", "preprovisioningimages")["items"]:
-        x = bmhs(hub)[bname]
-        hub.apply_obj(ppi_obj(bname, x, x["metadata"]["labels"]["infraenvs.agent-install.openshift.io"]))
+    ppi = wait_for(lambda: (hub.kubectl_json("-n", NS, "get", "preprovisioningimages")["items"] or [None])[0],
+                   timeout=30, what="the hub (as BMO) creating the PreprovisioningImage")
+    assert ppi["metadata"]["name"] == bname
+    assert ppi["metadata"]["labels"]["infraenvs.agent-install.openshift.io"] == iename
+    assert ppi["metadata"]["ownerReferences"][0]["kind"] == "BareMetalHost"
+    assert ppi["metadata"]["ownerReferences"][0]["controller"] is True
+    assert ppi["spec"]["acceptFormats"] == ["iso"]
     wait_for(lambda: hub.kubectl_json("-n", NS, "get", "infraenv", iename)["metadata"].get("annotations", {})
              .get("infraenv.agent-install.openshift.io/enable-ironic-agent") == "true",
              timeout=30, what="the InfraEnv marked enable-ironic-agent")
