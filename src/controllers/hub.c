@@ -266,17 +266,31 @@ static char *secret_value(struct hub *h, const char *ns, const char *name, const
  * carries enable-ironic-agent=true.  Malloc'd JSON text. */
 #define IRONIC_AGENT_DEFAULT_IMAGE "quay.io/metal3-io/ironic-agent:latest"
 
-static char *ironic_agent_override(struct hub *h, const json_t *ie)
+static char *ironic_agent_override(struct hub *h, const json_t *ie, int *ret_r, ah_err *err)
 {
 	const json_t *ann = json_object_get(json_object_get(ie, "metadata"), "annotations");
 	const char *image = jstr(ann, IRONIC_AGENT_IMAGE_OVERRIDE_ANN);
 	char *conf = NULL, *data = NULL, *unit = NULL, *out = NULL;
 	json_t *ign;
 
+	*ret_r = 0;
 	if (!h->cfg.converged_flow || !h->service_url || strcmp(jstr(ann, IRONIC_AGENT_ANN) ?: "", "true"))
 		return NULL;
 	if (!image || !*image)
 		image = IRONIC_AGENT_DEFAULT_IMAGE;
+	for (const char *c = image; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '%' || *c == '\\') {
+			*ret_r = ah_err_set(err, EINVAL, 400, "BadRequest",
+					    "annotation " IRONIC_AGENT_IMAGE_OVERRIDE_ANN ": not an image reference "
+					    "(spaces, control characters, %% or \\ are not allowed)");
+			return NULL;
+		}
+	if (strlen(image) > 1024) {
+		*ret_r = ah_err_set(err, EINVAL, 400, "BadRequest",
+				    "annotation " IRONIC_AGENT_IMAGE_OVERRIDE_ANN ": longer than 1024 characters");
+		return NULL;
+	}
+	*ret_r = -ENOMEM;
 	if (asprintf(&conf, "[DEFAULT]\napi_url = %s\ninsecure = True\nenable_vlan_interfaces = all\n",
 		     h->service_url) < 0)
 		return NULL;
@@ -306,6 +320,8 @@ static char *ironic_agent_override(struct hub *h, const json_t *ie)
 	}
 	if (ign)
 		out = json_dumps(ign, JSON_COMPACT | JSON_SORT_KEYS);
+	if (out)
+		*ret_r = 0;
 	json_decref(ign);
 	free(conf);
 	free(data);
@@ -352,7 +368,12 @@ int hub_build_ignition(struct hub *h, const json_t *ie, char **ret_ign, size_t *
 	p.additional_trust_bundle = jstr(spec, "additionalTrustBundle");
 	p.hub_ca_pem = h->hub_ca_pem;
 	p.ignition_config_override = jstr(spec, "ignitionConfigOverride");
-	p.internal_ignition_config_override = ironic = ironic_agent_override(h, ie);
+	p.internal_ignition_config_override = ironic = ironic_agent_override(h, ie, &r, err);
+	if (r < 0) {
+		free(pull);
+		free(token);
+		return r;
+	}
 	p.cpu_architecture = jstr(spec, "cpuArchitecture");
 	p.os_image_version = jstr(spec, "osImageVersion");
 	/* Static network from the selected NMStateConfigs (nmstate.c); too

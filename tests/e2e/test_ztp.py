@@ -557,3 +557,29 @@ def test_converged_flow_from_the_infraenv_label(hub_factory, tmp_path, sims):
     wait_for(lambda: "baremetalhost.metal3.io/detached" in bmhs(hub)[bname]["metadata"].get("annotations", {}),
              timeout=30, what="BMAC detaching the provisioned BMH")
     assert "agent_token" not in hub.log_text()
+
+
+def test_converged_flow_bad_ironic_agent_image_override(hub_factory):
+    """An ironic-agent-image-override that is no image reference fails the InfraEnv's
+    image with a message naming the annotation (never a unit line of the user's
+    making); a good one gives the image back."""
+    hub = hub_factory(extra_args=["--converged-flow"])
+    ie = setup_infraenv(hub)
+    name = ie["metadata"]["name"]
+    ann = "infraenv.agent-install.openshift.io/"
+    hub.kubectl("-n", NS, "annotate", "infraenv", name, ann + "enable-ironic-agent=true",
+                ann + "ironic-agent-image-override=quay.io/x/ironic agent\nExecStart=/bin/sh")
+
+    def cond():
+        ie = hub.kubectl_json("-n", NS, "get", "infraenv", name)
+        c = [c for c in ie.get("status", {}).get("conditions", []) if c["type"] == "ImageCreated"]
+        return c[0] if c and c[0]["reason"] == "ImageCreationError" else None
+    c = wait_for(cond, timeout=20, what="ImageCreated failing on the override")
+    assert c["status"] == "False"
+    assert ann + "ironic-agent-image-override" in c["message"], c
+    hub.kubectl("-n", NS, "annotate", "--overwrite", "infraenv", name,
+                ann + "ironic-agent-image-override=quay.io/example/ironic-agent@sha256:" + "a" * 64)
+    wait_for(lambda: hub.kubectl_json("-n", NS, "get", "infraenv", name)["status"]["conditions"] and
+             [c for c in hub.kubectl_json("-n", NS, "get", "infraenv", name)["status"]["conditions"]
+              if c["type"] == "ImageCreated" and c["status"] == "True"],
+             timeout=20, what="ImageCreated again with a good override")
