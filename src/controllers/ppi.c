@@ -5,9 +5,11 @@
  * boots: the InfraEnv's ISO (or its initrd, kernel and rootfs), with Ready
  * and Error conditions mirroring the InfraEnv's ImageCreated.  A changed
  * image makes the owning BMH reboot ({"force": true}) unless it is
- * provisioned.  Runs only with the converged flow on (`agenthub serve
- * --converged-flow`, default true).  Not done here: the ironic agent's
- * configuration in the discovery ignition (§B.4). */
+ * provisioned.  Runs unless `agenthub serve --converged-flow=false`.  With
+ * --converged-flow given it also sets the InfraEnv's enable-ironic-agent
+ * annotation (§B.4), which makes hub_build_ignition() put the ironic agent
+ * into the discovery Ignition; the URLs/image sources of §B.4 (the
+ * customization Secret, Provisioning, ClusterVersion) are not read. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
