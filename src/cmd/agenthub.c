@@ -124,8 +124,7 @@ struct serve_opts {
 	size_t max_body;
 	size_t cache_bytes;
 	int verbose;
-	bool no_converged_flow;         /* --converged-flow=false */
-	bool converged_flow;            /* --converged-flow[=true] given */
+	bool live_iso_flow;             /* --converged-flow=false */
 	const char *os_images;
 	const char *service_url;
 	const char *metrics_listen;
@@ -347,11 +346,13 @@ static void usage(FILE *f)
 		"  --max-connections N   connections served at once (default 16384); requests on\n"
 		"                        connections past it get 503 with Retry-After\n"
 		"  --converged-flow[=true|false]\n"
-		"                        the converged ZTP flow (upstream ALLOW_CONVERGED_FLOW):\n"
-		"                        without the flag the PreprovisioningImage controller runs\n"
-		"                        and BMAC boots BMHs on the live ISO; given (or =true) BMAC\n"
-		"                        sets customDeploy start_assisted_install and the ironic\n"
-		"                        agent goes into InfraEnvs' discovery Ignition; =false: neither\n"
+		"                        the converged ZTP flow (upstream ALLOW_CONVERGED_FLOW,\n"
+		"                        default true): BMHs labelled with an InfraEnv get their\n"
+		"                        PreprovisioningImage, the ironic agent goes into the\n"
+		"                        InfraEnv's discovery Ignition and BMAC sets customDeploy\n"
+		"                        start_assisted_install; =false: the live-ISO flow (BMAC\n"
+		"                        sets the BMH's image to the InfraEnv's ISO) and no\n"
+		"                        PreprovisioningImage controller\n"
 		"  --bmc-max-in-flight N Redfish requests to BareMetalHosts' BMCs in flight at once\n"
 		"                        (default 16; as many threads run BMC operations)\n"
 		"  --max-downloads N     image downloads in flight at once (default 1024); more get\n"
@@ -608,11 +609,9 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		}
 		case 'G':
 			if (!optarg || strcmp(optarg, "true") == 0) {
-				o->no_converged_flow = false;
-				o->converged_flow = true;
+				o->live_iso_flow = false;
 			} else if (strcmp(optarg, "false") == 0) {
-				o->no_converged_flow = true;
-				o->converged_flow = false;
+				o->live_iso_flow = true;
 			} else {
 				fprintf(stderr, "agenthub: --converged-flow: expected true or false, got %s\n", optarg);
 				return -EINVAL;
@@ -796,8 +795,7 @@ static int serve(int argc, char **argv)
 		hc.os_images_file = o.os_images;
 		hc.default_iso = iso;
 		hc.event_rate_limits = o.event_rate_limits;
-		hc.no_converged_flow = o.no_converged_flow;
-		hc.converged_flow = o.converged_flow;
+		hc.converged_flow = !o.live_iso_flow;
 		hc.host_disconnect_timeout_s = o.timeouts.disconnect_s < INT_MAX ? (int)o.timeouts.disconnect_s : INT_MAX;
 		/* Replicas on one PostgreSQL database elect the one that runs the
 		 * controllers.  Identity: <hostname>_<id>, the id kept in

@@ -1184,10 +1184,13 @@ static void deploy(struct pass *p, enum deploy_mode mode)
 	json_decref(params);
 }
 
-/* With --converged-flow, as BMO with an image provider: each BMH has a
- * PreprovisioningImage of its name, controlled by it, with its labels (kept
- * in sync: the InfraEnv label selects the PPI controller) and the
- * architecture BMO would ask for.  Virtual media boots an ISO. */
+/* In the converged flow, as BMO with an image provider: a BMH labelled with
+ * an InfraEnv has a PreprovisioningImage of its name, controlled by it, with
+ * its labels (kept in sync: the InfraEnv label selects the PPI controller)
+ * and the architecture BMO would ask for.  Virtual media boots an ISO.
+ * Other BMHs (CAPM3's, with spec.image) get none: their deploy boots the
+ * hub's own ironic agent ISO, and no controller here serves an unlabelled
+ * PPI; one made by hand is left as it is. */
 static int ensure_ppi(struct hub *h, const json_t *bmh)
 {
 	const json_t *meta = json_object_get(bmh, "metadata");
@@ -1198,6 +1201,8 @@ static int ensure_ppi(struct hub *h, const json_t *bmh)
 	ah_err err = { 0 };
 	int r;
 
+	if (!jstr(labels, LABEL_INFRAENV))
+		return 0;
 	if (!arch || !*arch)
 		arch = jstr(json_object_get(json_object_get(json_object_get(bmh, "status"), "hardware"), "cpu"), "arch");
 	if (!arch || !*arch)

@@ -122,7 +122,7 @@ int hub_cluster_register(struct hub *h);
 int hub_bmh_register(struct hub *h);
 int hub_bmac_register(struct hub *h);
 /* The InfraEnv annotation that puts the ironic agent into its discovery
- * Ignition (with --converged-flow given; set by the PPI controller). */
+ * Ignition (in the converged flow; set by the PPI controller). */
 #define IRONIC_AGENT_ANN "infraenv.agent-install.openshift.io/enable-ironic-agent"
 #define IRONIC_AGENT_IMAGE_OVERRIDE_ANN "infraenv.agent-install.openshift.io/ironic-agent-image-override"
 

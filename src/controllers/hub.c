@@ -262,7 +262,7 @@ static char *secret_value(struct hub *h, const char *ns, const char *name, const
 /* The ironic agent's part of the discovery Ignition (§B.4): its
  * configuration file pointing at the hub's Ironic API and the unit that
  * runs it (the assisted agent then starts only when the deploy step says
- * so).  NULL unless the converged flow is asked for and the InfraEnv
+ * so).  NULL unless the converged flow is on (the default) and the InfraEnv
  * carries enable-ironic-agent=true.  Malloc'd JSON text. */
 #define IRONIC_AGENT_DEFAULT_IMAGE "quay.io/metal3-io/ironic-agent:latest"
 

@@ -27,7 +27,9 @@ def state(b):
 
 @pytest.fixture
 def ztp_hub(hub_factory):
-    return hub_factory(extra_args=["--host-disconnect-timeout", "6s"])
+    # The live-ISO flow (BMAC sets the BMH's image to the InfraEnv's ISO); the
+    # converged flow, the default, has its own tests below.
+    return hub_factory(extra_args=["--converged-flow=false", "--host-disconnect-timeout", "6s"])
 
 
 def test_three_bmhs_provision_and_pair(ztp_hub, tmp_path, sims):
@@ -80,6 +82,8 @@ def test_three_bmhs_provision_and_pair(ztp_hub, tmp_path, sims):
         assert hw["ramMebibytes"] == inv["memory"]["physicalBytes"] // (1 << 20)
     # The machines were booted by the hub alone: three boots from the ISO.
     assert b.status("off") == 0
+    # The live-ISO flow has no PreprovisioningImages (as upstream without ALLOW_CONVERGED_FLOW).
+    assert hub.kubectl_json("-n", NS, "get", "preprovisioningimages")["items"] == []
 
 
 def test_bmh_annotations_reach_the_agent(ztp_hub, tmp_path, sims):
@@ -231,7 +235,7 @@ def test_late_binding_install_then_back_to_the_pool(hub_factory, tmp_path, sims)
     from test_install import SUBNET, setup_common
     from test_latebinding import late_binding_infraenv, sno, wait_bound_reason
 
-    hub = hub_factory(extra_args=["--host-disconnect-timeout", "30s"])
+    hub = hub_factory(extra_args=["--converged-flow=false", "--host-disconnect-timeout", "30s"])
     setup_common(hub)
     ie = late_binding_infraenv(hub)
     b = Bmc(tmp_path, hosts=1, args=["--bmh-namespace", NS, "--bmh-infraenv", ie["metadata"]["name"],
@@ -326,7 +330,7 @@ def test_many_bmhs_with_few_bmc_calls_in_flight(hub_factory, tmp_path, sims):
     """Ten BMHs applied at once with --bmc-max-in-flight 2: all are provisioned, and
     never more than two Redfish requests were in flight (the hub's metrics say so)."""
     from test_metrics import parse, scrape, value
-    hub = hub_factory(extra_args=["--bmc-max-in-flight", "2"])
+    hub = hub_factory(extra_args=["--converged-flow=false", "--bmc-max-in-flight", "2"])
     ie = setup_infraenv(hub)
     b = Bmc(tmp_path, hosts=10, args=["--bmh-namespace", NS, "--bmh-infraenv", ie["metadata"]["name"],
                                       "--cacert", str(hub.ca_path), "--max-poll-seconds", "5"])
@@ -358,11 +362,11 @@ def conds(ppi):
     return {c["type"]: c for c in ppi.get("status", {}).get("conditions", [])}
 
 
-def test_preprovisioning_images_mirror_the_infraenv(ztp_hub, tmp_path):
-    """The PreprovisioningImage controller (converged flow): labelled PPIs get the
-    InfraEnv's ISO (or initrd + kernel + rootfs) and Ready/Error mirroring its
+def test_preprovisioning_images_mirror_the_infraenv(hub_factory, tmp_path):
+    """The PreprovisioningImage controller (converged flow, the default): labelled PPIs
+    get the InfraEnv's ISO (or initrd + kernel + rootfs) and Ready/Error mirroring its
     ImageCreated condition; the failure rows say why; unlabelled PPIs are not ours."""
-    hub = ztp_hub
+    hub = hub_factory(extra_args=["--host-disconnect-timeout", "6s"])
     ie = setup_infraenv(hub)
     iename = ie["metadata"]["name"]
     hub.apply_obj({"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
@@ -496,8 +500,8 @@ def test_converged_flow_custom_deploy_installs(hub_factory, tmp_path, sims):
 
 
 def test_converged_flow_from_the_infraenv_label(hub_factory, tmp_path, sims):
-    """The converged flow end to end with nothing put in by hand: the hub runs with
-    --converged-flow; a BMH labelled with its InfraEnv gets its PreprovisioningImage
+    """The converged flow end to end with nothing put in by hand: the hub runs in
+    the converged flow (its default); a BMH labelled with its InfraEnv gets its PreprovisioningImage
     from the hub (as BMO creates it), the PPI controller marks the InfraEnv
     enable-ironic-agent so its discovery Ignition carries the ironic agent (no
     ignitionConfigOverride), BMAC sets customDeploy start_assisted_install (no live-ISO
@@ -506,7 +510,7 @@ def test_converged_flow_from_the_infraenv_label(hub_factory, tmp_path, sims):
     from test_install import SUBNET, setup_common
     from test_latebinding import bind, late_binding_infraenv, sno
 
-    hub = hub_factory(extra_args=["--converged-flow", "--host-disconnect-timeout", "30s"])
+    hub = hub_factory(extra_args=["--host-disconnect-timeout", "30s"])
     setup_common(hub)
     ie = late_binding_infraenv(hub)
     iename = ie["metadata"]["name"]
@@ -563,7 +567,7 @@ def test_converged_flow_bad_ironic_agent_image_override(hub_factory):
     """An ironic-agent-image-override that is no image reference fails the InfraEnv's
     image with a message naming the annotation (never a unit line of the user's
     making); a good one gives the image back."""
-    hub = hub_factory(extra_args=["--converged-flow"])
+    hub = hub_factory()
     ie = setup_infraenv(hub)
     name = ie["metadata"]["name"]
     ann = "infraenv.agent-install.openshift.io/"
