@@ -3,13 +3,14 @@
 # hub through the simulator's Redfish BMC, paired by BMAC, bound to N
 # single-node clusters through their cluster-reference annotation, installed.
 #
-# Starts a fresh agenthub and ONE `agenthub-agent simulate --bmc` with N
-# machines (powered off), creates the N ClusterDeployment + AgentClusterInstall
-# pairs and a pool InfraEnv, then applies the N BMC Secrets + BareMetalHosts
-# with one `kubectl apply` and times from there until every ACI reads
-# Completed=True.  Prints the wall time, the BMC requests (the hub's
-# agenthub_bmc_requests_total and the most in flight), the hub's CPU time and
-# peak RSS.
+# The live-ISO flow (the hub runs with --converged-flow=false: BMAC sets each
+# BMH's image to the InfraEnv's ISO).  Starts a fresh agenthub and ONE
+# `agenthub-agent simulate --bmc` with N machines (powered off), creates the N
+# ClusterDeployment + AgentClusterInstall pairs and a pool InfraEnv, then
+# applies the N BMC Secrets + BareMetalHosts with one `kubectl apply` and times
+# from there until every ACI reads Completed=True.  Prints the wall time, the
+# BMC requests (the hub's agenthub_bmc_requests_total and the most in flight),
+# the hub's CPU time and peak RSS.
 #
 # Usage: bash bench/ztp.sh [N]
 # Knobs (environment):
@@ -62,7 +63,7 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 "$HUB_BIN" serve --data-dir "$TMP/data" --listen "127.0.0.1:$PORT" --bmc-max-in-flight "$INFLIGHT" \
-	>"$TMP/hub.log" 2>&1 &
+	--converged-flow=false >"$TMP/hub.log" 2>&1 &
 HUB_PID=$!
 for _ in $(seq 1 300); do
 	[[ -f $TMP/data/kubeconfig && -f $TMP/data/ca.crt ]] &&

@@ -124,7 +124,7 @@ struct serve_opts {
 	size_t max_body;
 	size_t cache_bytes;
 	int verbose;
-	bool no_converged_flow;         /* --converged-flow=false */
+	bool live_iso_flow;             /* --converged-flow=false */
 	const char *os_images;
 	const char *service_url;
 	const char *metrics_listen;
@@ -345,9 +345,14 @@ static void usage(FILE *f)
 		"  -v, --verbose         debug logging, and one line per request\n"
 		"  --max-connections N   connections served at once (default 16384); requests on\n"
 		"                        connections past it get 503 with Retry-After\n"
-		"  --converged-flow=true|false\n"
-		"                        the converged ZTP flow (upstream ALLOW_CONVERGED_FLOW):\n"
-		"                        the PreprovisioningImage controller runs (default true)\n"
+		"  --converged-flow[=true|false]\n"
+		"                        the converged ZTP flow (upstream ALLOW_CONVERGED_FLOW,\n"
+		"                        default true): BMHs labelled with an InfraEnv get their\n"
+		"                        PreprovisioningImage, the ironic agent goes into the\n"
+		"                        InfraEnv's discovery Ignition and BMAC sets customDeploy\n"
+		"                        start_assisted_install; =false: the live-ISO flow (BMAC\n"
+		"                        sets the BMH's image to the InfraEnv's ISO) and no\n"
+		"                        PreprovisioningImage controller\n"
 		"  --bmc-max-in-flight N Redfish requests to BareMetalHosts' BMCs in flight at once\n"
 		"                        (default 16; as many threads run BMC operations)\n"
 		"  --max-downloads N     image downloads in flight at once (default 1024); more get\n"
@@ -489,7 +494,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "request-timeout", required_argument, NULL, 'R' },
 		{ "bmc-max-in-flight", required_argument, NULL, 'K' },
-		{ "converged-flow", required_argument, NULL, 'G' },
+		{ "converged-flow", optional_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -603,10 +608,10 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 			break;
 		}
 		case 'G':
-			if (strcmp(optarg, "true") == 0) {
-				o->no_converged_flow = false;
+			if (!optarg || strcmp(optarg, "true") == 0) {
+				o->live_iso_flow = false;
 			} else if (strcmp(optarg, "false") == 0) {
-				o->no_converged_flow = true;
+				o->live_iso_flow = true;
 			} else {
 				fprintf(stderr, "agenthub: --converged-flow: expected true or false, got %s\n", optarg);
 				return -EINVAL;
@@ -790,7 +795,7 @@ static int serve(int argc, char **argv)
 		hc.os_images_file = o.os_images;
 		hc.default_iso = iso;
 		hc.event_rate_limits = o.event_rate_limits;
-		hc.no_converged_flow = o.no_converged_flow;
+		hc.converged_flow = !o.live_iso_flow;
 		hc.host_disconnect_timeout_s = o.timeouts.disconnect_s < INT_MAX ? (int)o.timeouts.disconnect_s : INT_MAX;
 		/* Replicas on one PostgreSQL database elect the one that runs the
 		 * controllers.  Identity: <hostname>_<id>, the id kept in

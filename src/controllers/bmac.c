@@ -197,6 +197,25 @@ static const json_t *condition(const json_t *obj, const char *type)
 	return NULL;
 }
 
+#define CUSTOM_DEPLOY_METHOD "start_assisted_install"
+
+/* The BMH's PreprovisioningImage (same name) is Ready with reason
+ * InfraEnvAvailable: the converged flow's condition for customDeploy. */
+static bool ppi_available(struct hub *h, const char *ns, const char *name)
+{
+	json_t *ppi = NULL;
+	const json_t *c;
+	ah_err err = { 0 };
+	bool ok;
+
+	if (!h->k_ppi || kube_get(h->api, h->k_ppi, ns, name, &ppi, &err) < 0)
+		return false;
+	c = condition(ppi, "Ready");
+	ok = c && same_str_or_null(jstr(c, "status"), "True") && same_str_or_null(jstr(c, "reason"), "InfraEnvAvailable");
+	json_decref(ppi);
+	return ok;
+}
+
 static bool has_str(const json_t *arr, const char *s)
 {
 	json_t *v;
@@ -413,7 +432,24 @@ static int reconcile_bmac(struct hub *h, const char *ns, const char *name, int64
 	 * is taken away, so the BMH deprovisions, then gets it again). */
 	bound = condition(agent, "Bound");
 	unbinding = bound && same_str_or_null(jstr(bound, "reason"), "UnbindingPendingUserAction");
-	if (unbinding && json_object_get(ann, BMH_ANN_DETACHED)) {
+	if (unbinding && h->cfg.converged_flow) {
+		/* Converged (§A.6.2): a provisioned host loses its customDeploy
+		 * (the hub deprovisions it; 7 sets it again once available). */
+		if (json_object_get(ann, BMH_ANN_DETACHED)) {
+			set_ann(&e, ann, BMH_ANN_DETACHED, NULL);
+			set_ann(&e, ann, BMH_ANN_PAUSED, NULL);
+			set_ann(&e, ann, ANN_BMH_STATUS, NULL);
+		}
+		set_ann(&e, ann, BMH_ANN_HWDETAILS, NULL);
+		set_ann(&e, ann, ANN_SPOKE_CREATED, NULL);
+		if (!strcmp(state, "provisioned") || !strcmp(state, "deprovisioning")) {
+			if (!strcmp(state, "provisioned") && json_object_get(spec, "customDeploy") &&
+			    !json_is_null(json_object_get(spec, "customDeploy")))
+				json_object_set_new(e.spec, "customDeploy", json_null());
+			r = apply_edit(h, bmh, &e);
+			goto out;
+		}
+	} else if (unbinding && json_object_get(ann, BMH_ANN_DETACHED)) {
 		/* Once: with the detached annotation gone the next passes go
 		 * on (and put the image back when the host is available). */
 		set_ann(&e, ann, BMH_ANN_DETACHED, NULL);
@@ -428,7 +464,7 @@ static int reconcile_bmac(struct hub *h, const char *ns, const char *name, int64
 
 	/* 6. Detach (and pause) once the host installed; not while it waits
 	 * to be rebooted into discovery. */
-	if (agent && installed_stage(agent) && !unbinding) {
+	if (!unbinding && (h->cfg.converged_flow ? !strcmp(state, "provisioned") : agent && installed_stage(agent))) {
 		set_ann(&e, ann, BMH_ANN_DETACHED, json_object_get(ann, BMH_ANN_DETACHED) ? jstr(ann, BMH_ANN_DETACHED)
 											: DETACHED_VALUE);
 		if (same_str_or_null(jstr(status, "operationalStatus"), "detached") &&
@@ -446,7 +482,18 @@ static int reconcile_bmac(struct hub *h, const char *ns, const char *name, int64
 		r = apply_edit(h, bmh, &e);
 		goto out;
 	}
-	if (!json_object_get(ann, BMH_ANN_DETACHED)) {
+	if (h->cfg.converged_flow && !json_object_get(ann, BMH_ANN_DETACHED)) {
+		/* Converged (§A.6.5): the ironic agent in the PreprovisioningImage
+		 * starts the assisted agent as the deploy step; image, inspection
+		 * and cleaning are left as they are. */
+		if (!same_str_or_null(jstr(json_object_get(spec, "customDeploy"), "method"), CUSTOM_DEPLOY_METHOD)) {
+			if (ppi_available(h, ns, name))
+				json_object_set_new(e.spec, "customDeploy",
+						    json_pack("{s:s}", "method", CUSTOM_DEPLOY_METHOD));
+			r = apply_edit(h, bmh, &e);
+			goto out;
+		}
+	} else if (!json_object_get(ann, BMH_ANN_DETACHED)) {
 		const char *created = jstr(json_object_get(ie, "status"), "createdTime");
 		time_t ct;
 
@@ -486,7 +533,7 @@ static int reconcile_bmac(struct hub *h, const char *ns, const char *name, int64
 
 	/* 9. The Agent's spec; 10. the hardware details. */
 	r = reconcile_agent(h, bmh, agent, ie);
-	if (r == 0 && json_array_size(json_object_get(json_object_get(json_object_get(agent, "status"), "inventory"),
+	if (r == 0 && !h->cfg.converged_flow && json_array_size(json_object_get(json_object_get(json_object_get(agent, "status"), "inventory"),
 						      "interfaces")) > 0 &&
 	    !json_object_get(ann, BMH_ANN_HWDETAILS) &&
 	    !*nz(jstr(json_object_get(status, "hardware"), "hostname"))) {
@@ -545,6 +592,10 @@ int hub_bmac_register(struct hub *h)
 				{ .resource = h->k_infraenv->store_key, .map = RT_MAP_FN, .fn = infraenv_to_bmhs },
 			},
 		};
+
+		/* The PreprovisioningImage gates customDeploy: its BMH has its name. */
+		if (h->cfg.converged_flow && h->k_ppi)
+			d.watches[3] = (struct rt_watch){ .resource = h->k_ppi->store_key, .map = RT_MAP_SELF };
 
 		r = rt_register(h->rt, &d, &h->c_bmac);
 	}

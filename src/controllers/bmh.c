@@ -1184,6 +1184,68 @@ static void deploy(struct pass *p, enum deploy_mode mode)
 	json_decref(params);
 }
 
+/* In the converged flow, as BMO with an image provider: a BMH labelled with
+ * an InfraEnv has a PreprovisioningImage of its name, controlled by it, with
+ * its labels (kept in sync: the InfraEnv label selects the PPI controller)
+ * and the architecture BMO would ask for.  Virtual media boots an ISO.
+ * Other BMHs (CAPM3's, with spec.image) get none: their deploy boots the
+ * hub's own ironic agent ISO, and no controller here serves an unlabelled
+ * PPI; one made by hand is left as it is. */
+static int ensure_ppi(struct hub *h, const json_t *bmh)
+{
+	const json_t *meta = json_object_get(bmh, "metadata");
+	const json_t *labels = json_object_get(meta, "labels");
+	const char *ns = jstr(meta, "namespace"), *name = jstr(meta, "name");
+	const char *arch = jstr(json_object_get(bmh, "spec"), "architecture");
+	json_t *ppi = NULL, *body, *ret = NULL;
+	ah_err err = { 0 };
+	int r;
+
+	if (!jstr(labels, LABEL_INFRAENV))
+		return 0;
+	if (!arch || !*arch)
+		arch = jstr(json_object_get(json_object_get(json_object_get(bmh, "status"), "hardware"), "cpu"), "arch");
+	if (!arch || !*arch)
+		arch = "x86_64";
+	r = kube_get(h->api, h->k_ppi, ns, name, &ppi, &err);
+	if (r == 0) {
+		const json_t *pl = json_object_get(json_object_get(ppi, "metadata"), "labels");
+
+		r = 0;
+		if (json_is_object(labels) && !json_equal(pl, labels)) {
+			json_t *lp = json_is_object(labels) ? json_deep_copy(labels) : json_object();
+			const char *k;
+			json_t *v;
+
+			json_object_foreach((json_t *)pl, k, v)
+				if (!json_object_get(lp, k))
+					json_object_set_new(lp, k, json_null());
+			body = json_pack("{s:{s:o}}", "metadata", "labels", lp);
+			r = kube_patch(h->api, h->k_ppi, ns, name, "application/merge-patch+json", body, NULL, &ret, &err);
+			json_decref(body);
+			json_decref(ret);
+		}
+		json_decref(ppi);
+		return r == -ENOENT ? 0 : r;
+	}
+	if (r != -ENOENT)
+		return r;
+	body = json_pack("{s:s,s:s,s:{s:s,s:s,s:[{s:s,s:s,s:s,s:s,s:b,s:b}]},s:{s:[s],s:s}}",
+			 "apiVersion", "metal3.io/v1alpha1", "kind", "PreprovisioningImage",
+			 "metadata", "name", name, "namespace", ns, "ownerReferences",
+			 "apiVersion", "metal3.io/v1alpha1", "kind", "BareMetalHost", "name", name,
+			 "uid", jstr(meta, "uid") ?: "", "controller", 1, "blockOwnerDeletion", 1,
+			 "spec", "acceptFormats", "iso", "architecture", arch);
+	if (!body)
+		return -ENOMEM;
+	if (json_is_object(labels))
+		json_object_set(json_object_get(body, "metadata"), "labels", (json_t *)labels);
+	r = kube_create(h->api, h->k_ppi, ns, body, NULL, &ret, &err);
+	json_decref(body);
+	json_decref(ret);
+	return r == -EEXIST ? 0 : r;
+}
+
 static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_t *ret_requeue)
 {
 	json_t *bmh = NULL, *status, *ann_patch = json_object();
@@ -1221,6 +1283,8 @@ static int reconcile_bmh(struct hub *h, const char *ns, const char *name, int64_
 		json_decref(bmh);
 		return r;
 	}
+	if (!deleting && h->cfg.converged_flow && h->k_ppi && (r = ensure_ppi(h, bmh)) < 0)
+		log_warn("BareMetalHost %s/%s: PreprovisioningImage: %s", ns, name, strerror(-r));
 	status = json_is_object(json_object_get(bmh, "status")) ? json_deep_copy(json_object_get(bmh, "status"))
 								 : json_object();
 	p.bmh = bmh;

@@ -121,6 +121,11 @@ int hub_cluster_register(struct hub *h);
  * (bmac.c); hub_bmh_stop() ends the BMC job threads (after rt_stop()). */
 int hub_bmh_register(struct hub *h);
 int hub_bmac_register(struct hub *h);
+/* The InfraEnv annotation that puts the ironic agent into its discovery
+ * Ignition (in the converged flow; set by the PPI controller). */
+#define IRONIC_AGENT_ANN "infraenv.agent-install.openshift.io/enable-ironic-agent"
+#define IRONIC_AGENT_IMAGE_OVERRIDE_ANN "infraenv.agent-install.openshift.io/ironic-agent-image-override"
+
 /* The PreprovisioningImage controller (ppi.c), with the converged flow on. */
 int hub_ppi_register(struct hub *h);
 void hub_bmh_stop(struct hub *h);

@@ -259,9 +259,80 @@ static char *secret_value(struct hub *h, const char *ns, const char *name, const
 	return (char *)raw;
 }
 
+/* The ironic agent's part of the discovery Ignition (§B.4): its
+ * configuration file pointing at the hub's Ironic API and the unit that
+ * runs it (the assisted agent then starts only when the deploy step says
+ * so).  NULL unless the converged flow is on (the default) and the InfraEnv
+ * carries enable-ironic-agent=true.  Malloc'd JSON text. */
+#define IRONIC_AGENT_DEFAULT_IMAGE "quay.io/metal3-io/ironic-agent:latest"
+
+static char *ironic_agent_override(struct hub *h, const json_t *ie, int *ret_r, ah_err *err)
+{
+	const json_t *ann = json_object_get(json_object_get(ie, "metadata"), "annotations");
+	const char *image = jstr(ann, IRONIC_AGENT_IMAGE_OVERRIDE_ANN);
+	char *conf = NULL, *data = NULL, *unit = NULL, *out = NULL;
+	json_t *ign;
+
+	*ret_r = 0;
+	if (!h->cfg.converged_flow || !h->service_url || strcmp(jstr(ann, IRONIC_AGENT_ANN) ?: "", "true"))
+		return NULL;
+	if (!image || !*image)
+		image = IRONIC_AGENT_DEFAULT_IMAGE;
+	for (const char *c = image; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '%' || *c == '\\') {
+			*ret_r = ah_err_set(err, EINVAL, 400, "BadRequest",
+					    "annotation " IRONIC_AGENT_IMAGE_OVERRIDE_ANN ": not an image reference "
+					    "(spaces, control characters, %% or \\ are not allowed)");
+			return NULL;
+		}
+	if (strlen(image) > 1024) {
+		*ret_r = ah_err_set(err, EINVAL, 400, "BadRequest",
+				    "annotation " IRONIC_AGENT_IMAGE_OVERRIDE_ANN ": longer than 1024 characters");
+		return NULL;
+	}
+	*ret_r = -ENOMEM;
+	if (asprintf(&conf, "[DEFAULT]\napi_url = %s\ninsecure = True\nenable_vlan_interfaces = all\n",
+		     h->service_url) < 0)
+		return NULL;
+	data = util_base64_encode(conf, strlen(conf));
+	if (!data || asprintf(&unit, "[Unit]\nDescription=Ironic Agent\nAfter=network-online.target\nWants=network-online.target\n"
+			    "[Service]\nTimeoutStartSec=0\nRestart=always\nExecStartPre=/bin/podman pull %s\n"
+			    "ExecStart=/bin/podman run --privileged --network host --mount "
+			    "type=bind,src=/etc/ironic-python-agent.conf,dst=/etc/ironic-python-agent/ignition.conf "
+			    "--mount type=bind,src=/dev,dst=/dev --mount type=bind,src=/sys,dst=/sys "
+			    "--mount type=bind,src=/run/dbus/system_bus_socket,dst=/run/dbus/system_bus_socket "
+			    "--mount type=bind,src=/,dst=/mnt/coreos --env IPA_COREOS_IP_OPTIONS=ip=dhcp "
+			    "--name ironic-agent %s\n[Install]\nWantedBy=multi-user.target\n",
+		     image, image) < 0) {
+		free(conf);
+		free(data);
+		return NULL;
+	}
+	{
+		char src[8192];
+
+		snprintf(src, sizeof(src), "data:text/plain;charset=utf-8;base64,%s", data);
+		ign = json_pack("{s:{s:s},s:{s:[{s:s,s:i,s:b,s:{s:s}}]},s:{s:[{s:s,s:b,s:s}]}}",
+				"ignition", "version", "3.2.0",
+				"storage", "files", "path", "/etc/ironic-python-agent.conf", "mode", 0644,
+				"overwrite", 1, "contents", "source", src,
+				"systemd", "units", "name", "ironic-agent.service", "enabled", 1, "contents", unit);
+	}
+	if (ign)
+		out = json_dumps(ign, JSON_COMPACT | JSON_SORT_KEYS);
+	if (out)
+		*ret_r = 0;
+	json_decref(ign);
+	free(conf);
+	free(data);
+	free(unit);
+	return out;
+}
+
 int hub_build_ignition(struct hub *h, const json_t *ie, char **ret_ign, size_t *ret_len,
 		       char ret_digest[65], ah_err *err)
 {
+	char *ironic = NULL;
 	const json_t *spec = json_object_get(ie, "spec"), *meta = json_object_get(ie, "metadata");
 	const json_t *proxy = json_object_get(spec, "proxy");
 	const char *ns = jstr(meta, "namespace"), *psname = jstr(json_object_get(spec, "pullSecretRef"), "name");
@@ -297,6 +368,12 @@ int hub_build_ignition(struct hub *h, const json_t *ie, char **ret_ign, size_t *
 	p.additional_trust_bundle = jstr(spec, "additionalTrustBundle");
 	p.hub_ca_pem = h->hub_ca_pem;
 	p.ignition_config_override = jstr(spec, "ignitionConfigOverride");
+	p.internal_ignition_config_override = ironic = ironic_agent_override(h, ie, &r, err);
+	if (r < 0) {
+		free(pull);
+		free(token);
+		return r;
+	}
 	p.cpu_architecture = jstr(spec, "cpuArchitecture");
 	p.os_image_version = jstr(spec, "osImageVersion");
 	/* Static network from the selected NMStateConfigs (nmstate.c); too
@@ -312,6 +389,7 @@ int hub_build_ignition(struct hub *h, const json_t *ie, char **ret_ign, size_t *
 	}
 	free(pull);
 	free(token);
+	free(ironic);
 	json_decref(sn_files);
 	json_decref(sn_units);
 	if (r < 0)
@@ -392,10 +470,12 @@ static int start_controllers(struct hub *h, bool standby)
 		r = hub_records_register(h);
 	if (r == 0)
 		r = hub_bmh_register(h);
-	if (r == 0)
-		r = hub_bmac_register(h);
+	/* The PPI controller first: it looks up the PreprovisioningImage kind
+	 * BMAC watches in the converged flow. */
 	if (r == 0)
 		r = hub_ppi_register(h);
+	if (r == 0)
+		r = hub_bmac_register(h);
 	if (r == 0)
 		r = hub_classification_register(h);
 	if (r == 0)

@@ -31,8 +31,15 @@ struct hub_config {
 	 * (leader.h); the others serve the APIs.  identity names this one. */
 	bool leader_elect;
 	const char *leader_identity;
-	bool no_converged_flow;        /* --converged-flow=false (upstream ALLOW_CONVERGED_FLOW):
-					* no PreprovisioningImage controller */
+	bool converged_flow;           /* upstream ALLOW_CONVERGED_FLOW (agenthub serve
+					* default true; --converged-flow=false turns it
+					* off): the PPI controller runs and puts the
+					* ironic agent into the discovery Ignition, the
+					* BMH side creates the PreprovisioningImage of
+					* each BMH labelled with an InfraEnv, BMAC sets
+					* customDeploy start_assisted_install.  False:
+					* the live-ISO flow (BMAC sets spec.image), no
+					* PPI controller. */
 };
 
 struct hub;

@@ -5,9 +5,12 @@
  * boots: the InfraEnv's ISO (or its initrd, kernel and rootfs), with Ready
  * and Error conditions mirroring the InfraEnv's ImageCreated.  A changed
  * image makes the owning BMH reboot ({"force": true}) unless it is
- * provisioned.  Runs only with the converged flow on (`agenthub serve
- * --converged-flow`, default true).  Not done here: the ironic agent's
- * configuration in the discovery ignition (§B.4). */
+ * provisioned.  Runs in the converged flow (upstream ALLOW_CONVERGED_FLOW,
+ * the default; not with `agenthub serve --converged-flow=false`, the live-ISO
+ * flow).  It also sets the InfraEnv's enable-ironic-agent annotation (§B.4),
+ * which makes hub_build_ignition() put the ironic agent into the discovery
+ * Ignition; the URLs/image sources of §B.4 (the
+ * customization Secret, Provisioning, ClusterVersion) are not read. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,6 +246,19 @@ static int reconcile_ppi(struct hub *h, const char *ns, const char *name, int64_
 			goto write;
 		}
 	}
+	/* 8. The ironic agent (§B.4): the annotation makes the image service
+	 * put the ironic agent's configuration into the InfraEnv's discovery
+	 * Ignition (hub.c); the InfraEnv's change regenerates its image and
+	 * brings us back. */
+	if (strcmp(nz(jstr(json_object_get(json_object_get(ie, "metadata"), "annotations"), IRONIC_AGENT_ANN)), "true")) {
+		r = patch_meta(h, ie, h->k_infraenv, json_pack("{s:{s:s}}", "annotations", IRONIC_AGENT_ANN, "true"));
+		if (r < 0) {
+			snprintf(msg, sizeof(msg), "Could not add ironic agent to image: %s", strerror(-r));
+			fail_row(status, old, true, "IronicAgentIgnitionUpdateFailure", msg, gen);
+			goto write;
+		}
+		goto out;
+	}
 	json_array_foreach(json_object_get(json_object_get(ie, "status"), "conditions"), i, c)
 		if (strcmp(nz(jstr(c, "type")), "ImageCreated") == 0)
 			iec = c;
@@ -390,7 +406,7 @@ int hub_ppi_register(struct hub *h)
 	int r;
 
 	h->k_ppi = kube_registry_by_kind(h->reg, "metal3.io/v1alpha1", "PreprovisioningImage");
-	if (!h->k_ppi || !h->k_bmh || h->cfg.no_converged_flow)
+	if (!h->k_ppi || !h->k_bmh || !h->cfg.converged_flow)
 		return 0;
 	{
 		struct rt_controller_def d = {

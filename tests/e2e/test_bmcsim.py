@@ -221,7 +221,8 @@ def test_tls_and_flag_errors(tmp_path, sims):
 
 @pytest.fixture
 def fast_hub(hub_factory):
-    return hub_factory(extra_args=["--host-disconnect-timeout", "6s"])
+    # The live-ISO flow: BMAC boots the labelled BMHs on the InfraEnv's ISO.
+    return hub_factory(extra_args=["--converged-flow=false", "--host-disconnect-timeout", "6s"])
 
 
 def test_virtual_media_boot_makes_an_agent(fast_hub, tmp_path, sims):

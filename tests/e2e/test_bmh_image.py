@@ -64,6 +64,9 @@ def setup(hub_factory, tmp_path, sims):
     hub.kubectl("apply", "-f", str(b.manifests))
     wait_for(lambda: len(bmhs(hub)) == 2 and all(state(x) == "available" for x in bmhs(hub).values()),
              timeout=60, what="2 BMHs available")
+    # The converged flow (the default) makes PreprovisioningImages only for BMHs
+    # labelled with an InfraEnv: these deploy a disk image with the hub's own ramdisk.
+    assert hub.kubectl_json("-n", NS, "get", "preprovisioningimages")["items"] == []
     return hub, ie, b
 
 

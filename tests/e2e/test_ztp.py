@@ -27,7 +27,9 @@ def state(b):
 
 @pytest.fixture
 def ztp_hub(hub_factory):
-    return hub_factory(extra_args=["--host-disconnect-timeout", "6s"])
+    # The live-ISO flow (BMAC sets the BMH's image to the InfraEnv's ISO); the
+    # converged flow, the default, has its own tests below.
+    return hub_factory(extra_args=["--converged-flow=false", "--host-disconnect-timeout", "6s"])
 
 
 def test_three_bmhs_provision_and_pair(ztp_hub, tmp_path, sims):
@@ -80,6 +82,8 @@ def test_three_bmhs_provision_and_pair(ztp_hub, tmp_path, sims):
         assert hw["ramMebibytes"] == inv["memory"]["physicalBytes"] // (1 << 20)
     # The machines were booted by the hub alone: three boots from the ISO.
     assert b.status("off") == 0
+    # The live-ISO flow has no PreprovisioningImages (as upstream without ALLOW_CONVERGED_FLOW).
+    assert hub.kubectl_json("-n", NS, "get", "preprovisioningimages")["items"] == []
 
 
 def test_bmh_annotations_reach_the_agent(ztp_hub, tmp_path, sims):
@@ -231,7 +235,7 @@ def test_late_binding_install_then_back_to_the_pool(hub_factory, tmp_path, sims)
     from test_install import SUBNET, setup_common
     from test_latebinding import late_binding_infraenv, sno, wait_bound_reason
 
-    hub = hub_factory(extra_args=["--host-disconnect-timeout", "30s"])
+    hub = hub_factory(extra_args=["--converged-flow=false", "--host-disconnect-timeout", "30s"])
     setup_common(hub)
     ie = late_binding_infraenv(hub)
     b = Bmc(tmp_path, hosts=1, args=["--bmh-namespace", NS, "--bmh-infraenv", ie["metadata"]["name"],
@@ -326,7 +330,7 @@ def test_many_bmhs_with_few_bmc_calls_in_flight(hub_factory, tmp_path, sims):
     """Ten BMHs applied at once with --bmc-max-in-flight 2: all are provisioned, and
     never more than two Redfish requests were in flight (the hub's metrics say so)."""
     from test_metrics import parse, scrape, value
-    hub = hub_factory(extra_args=["--bmc-max-in-flight", "2"])
+    hub = hub_factory(extra_args=["--converged-flow=false", "--bmc-max-in-flight", "2"])
     ie = setup_infraenv(hub)
     b = Bmc(tmp_path, hosts=10, args=["--bmh-namespace", NS, "--bmh-infraenv", ie["metadata"]["name"],
                                       "--cacert", str(hub.ca_path), "--max-poll-seconds", "5"])
@@ -358,11 +362,11 @@ def conds(ppi):
     return {c["type"]: c for c in ppi.get("status", {}).get("conditions", [])}
 
 
-def test_preprovisioning_images_mirror_the_infraenv(ztp_hub, tmp_path):
-    """The PreprovisioningImage controller (converged flow): labelled PPIs get the
-    InfraEnv's ISO (or initrd + kernel + rootfs) and Ready/Error mirroring its
+def test_preprovisioning_images_mirror_the_infraenv(hub_factory, tmp_path):
+    """The PreprovisioningImage controller (converged flow, the default): labelled PPIs
+    get the InfraEnv's ISO (or initrd + kernel + rootfs) and Ready/Error mirroring its
     ImageCreated condition; the failure rows say why; unlabelled PPIs are not ours."""
-    hub = ztp_hub
+    hub = hub_factory(extra_args=["--host-disconnect-timeout", "6s"])
     ie = setup_infraenv(hub)
     iename = ie["metadata"]["name"]
     hub.apply_obj({"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
@@ -493,3 +497,93 @@ def test_converged_flow_custom_deploy_installs(hub_factory, tmp_path, sims):
                  timeout=90, what="the BMH provisioned once the deploy step ended")
     assert x["status"]["poweredOn"] is True and x["status"]["operationalStatus"] == "OK"
     assert "agent_token" not in hub.log_text()
+
+
+def test_converged_flow_from_the_infraenv_label(hub_factory, tmp_path, sims):
+    """The converged flow end to end with nothing put in by hand: the hub runs in
+    the converged flow (its default); a BMH labelled with its InfraEnv gets its PreprovisioningImage
+    from the hub (as BMO creates it), the PPI controller marks the InfraEnv
+    enable-ironic-agent so its discovery Ignition carries the ironic agent (no
+    ignitionConfigOverride), BMAC sets customDeploy start_assisted_install (no live-ISO
+    image), the deploy step starts the assisted agent, the host installs and the BMH
+    ends provisioned, then detached."""
+    from test_install import SUBNET, setup_common
+    from test_latebinding import bind, late_binding_infraenv, sno
+
+    hub = hub_factory(extra_args=["--host-disconnect-timeout", "30s"])
+    setup_common(hub)
+    ie = late_binding_infraenv(hub)
+    iename = ie["metadata"]["name"]
+    b = Bmc(tmp_path, hosts=1, args=["--bmh-namespace", NS, "--bmh-infraenv", iename, "--cacert", str(hub.ca_path),
+                                     "--subnet", SUBNET, "--stage-seconds", "1", "--max-poll-seconds", "1"])
+    sims.append(b)
+    hub.kubectl("apply", "-f", str(b.manifests))
+    bname = next(iter(bmhs(hub)))
+    wait_for(lambda: state(bmhs(hub)[bname]) == "available", timeout=60, what="the BMH available")
+    ppi = wait_for(lambda: (hub.kubectl_json("-n", NS, "get", "preprovisioningimages")["items"] or [None])[0],
+                   timeout=30, what="the hub (as BMO) creating the PreprovisioningImage")
+    assert ppi["metadata"]["name"] == bname
+    assert ppi["metadata"]["labels"]["infraenvs.agent-install.openshift.io"] == iename
+    assert ppi["metadata"]["ownerReferences"][0]["kind"] == "BareMetalHost"
+    assert ppi["metadata"]["ownerReferences"][0]["controller"] is True
+    assert ppi["spec"]["acceptFormats"] == ["iso"]
+    wait_for(lambda: hub.kubectl_json("-n", NS, "get", "infraenv", iename)["metadata"].get("annotations", {})
+             .get("infraenv.agent-install.openshift.io/enable-ironic-agent") == "true",
+             timeout=30, what="the InfraEnv marked enable-ironic-agent")
+    wait_for(lambda: conds(hub.kubectl_json("-n", NS, "get", "preprovisioningimage", bname))
+             .get("Ready", {}).get("reason") == "InfraEnvAvailable", timeout=60, what="the PPI Ready")
+    x = wait_for(lambda: bmhs(hub)[bname] if bmhs(hub)[bname]["spec"].get("customDeploy") else None,
+                 timeout=30, what="BMAC's customDeploy")
+    assert x["spec"]["customDeploy"] == {"method": "start_assisted_install"}
+    assert not x["spec"].get("image")
+    assert "inspect.metal3.io/hardwaredetails" not in x["metadata"].get("annotations", {})
+    # the upstream manifest's own override only: the ironic agent is the hub's doing
+    assert "ironic" not in hub.kubectl_json("-n", NS, "get", "infraenv", iename)["spec"].get("ignitionConfigOverride", "")
+
+    def registered():
+        items = hub.kubectl_json("-n", NS, "get", "agents")["items"]
+        return items[0] if items else None
+    a = wait_for(registered, timeout=120, what="the Agent started by the deploy step")
+    assert state(bmhs(hub)[bname]) == "provisioning"
+    assert b.status("ipa") == 0  # the ironic agent handed over to the assisted agent
+    name = a["metadata"]["name"]
+    wait_for(lambda: hub.kubectl_json("-n", NS, "get", "agent", name)["spec"].get("approved") is True,
+             timeout=30, what="BMAC approving the Agent")
+    assert hub.kubectl_json("-n", NS, "get", "agent", name)["metadata"]["labels"]["agent-install.openshift.io/bmh"] \
+        == bname
+    sno(hub)
+    bind(hub, name, "single-node")
+    hub.kubectl("-n", NS, "wait", "--for=condition=Completed", "aci/test-agent-cluster-install",
+                "--timeout=180s", timeout=200)
+    x = wait_for(lambda: bmhs(hub)[bname] if state(bmhs(hub)[bname]) == "provisioned" else None,
+                 timeout=90, what="the BMH provisioned once the deploy step ended")
+    assert x["status"]["poweredOn"] is True
+    wait_for(lambda: "baremetalhost.metal3.io/detached" in bmhs(hub)[bname]["metadata"].get("annotations", {}),
+             timeout=30, what="BMAC detaching the provisioned BMH")
+    assert "agent_token" not in hub.log_text()
+
+
+def test_converged_flow_bad_ironic_agent_image_override(hub_factory):
+    """An ironic-agent-image-override that is no image reference fails the InfraEnv's
+    image with a message naming the annotation (never a unit line of the user's
+    making); a good one gives the image back."""
+    hub = hub_factory()
+    ie = setup_infraenv(hub)
+    name = ie["metadata"]["name"]
+    ann = "infraenv.agent-install.openshift.io/"
+    hub.kubectl("-n", NS, "annotate", "infraenv", name, ann + "enable-ironic-agent=true",
+                ann + "ironic-agent-image-override=quay.io/x/ironic agent\nExecStart=/bin/sh")
+
+    def cond():
+        ie = hub.kubectl_json("-n", NS, "get", "infraenv", name)
+        c = [c for c in ie.get("status", {}).get("conditions", []) if c["type"] == "ImageCreated"]
+        return c[0] if c and c[0]["reason"] == "ImageCreationError" else None
+    c = wait_for(cond, timeout=20, what="ImageCreated failing on the override")
+    assert c["status"] == "False"
+    assert ann + "ironic-agent-image-override" in c["message"], c
+    hub.kubectl("-n", NS, "annotate", "--overwrite", "infraenv", name,
+                ann + "ironic-agent-image-override=quay.io/example/ironic-agent@sha256:" + "a" * 64)
+    wait_for(lambda: hub.kubectl_json("-n", NS, "get", "infraenv", name)["status"]["conditions"] and
+             [c for c in hub.kubectl_json("-n", NS, "get", "infraenv", name)["status"]["conditions"]
+              if c["type"] == "ImageCreated" and c["status"] == "True"],
+             timeout=20, what="ImageCreated again with a good override")
