@@ -257,7 +257,10 @@ def test_oacp_v1alpha2_to_v1alpha3_and_back(capi_hub, ns):
                                         "kind": "Metal3MachineTemplate", "name": "cp", "namespace": "somewhere"}
     assert mt2["nodeDrainTimeout"] == "1m30s" and mt2["nodeDeletionTimeout"] == "10s"
     assert "deletion" not in mt2
-    # Status written in v1alpha3, read in v1alpha2.
+    # Status written in v1alpha3, read in v1alpha2, once the hub's CAPOA
+    # control plane is done with the object (it adds its finalizer, then
+    # waits for an owner Cluster without writing).
+    v3 = settled(h, OACP.format(v="v1alpha3", ns=ns) + "/cp1", lambda o: o["metadata"].get("finalizers"))
     v3["status"] = {"conditions": [{"type": "Available", "status": "True", "reason": "Available", "message": "",
                                     "lastTransitionTime": "2026-01-01T00:00:00Z"},
                                    {"type": "MachinesReady", "status": "False", "reason": "MachinesNotReady",
