@@ -1381,6 +1381,23 @@ static int pg_session_lock_break(store_session_lock *base, int timeout_ms)
 	}
 	rc = atoi(PQgetvalue(r, 0, 0)) > 0 ? 1 : 0;
 	PQclear(r);
+	/* A terminated backend frees its locks as it exits, a moment later:
+	 * wait for that (within the deadline), so the caller's next try can
+	 * take the lock. */
+	for (int64_t deadline = now_ms() + timeout_ms; rc == 1 && now_ms() < deadline;) {
+		bool gone;
+
+		r = exec_timed(l->c, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+			       "AND pid <> pg_backend_pid() "
+			       "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+			       "AND classid = " LOCK_SESSION "::bigint::oid AND objid = $1::int4::bigint::oid "
+			       "AND objsubid = 2", 1, vals, timeout_ms);
+		gone = r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && atoi(PQgetvalue(r, 0, 0)) == 0;
+		PQclear(r);
+		if (gone)
+			break;
+		usleep(20 * 1000);
+	}
 	return rc;
 }
 
@@ -1388,7 +1405,14 @@ static void pg_session_lock_free(store_session_lock *base)
 {
 	struct pg_session_lock *l = (struct pg_session_lock *)base;
 
-	/* Closing the session releases the lock. */
+	/* Closing the session releases the lock, but only once the server
+	 * has seen the connection go: a held lock is given back first, so
+	 * another session can take it at once. */
+	if (l->c && l->held) {
+		const char *vals[] = { l->key };
+
+		PQclear(exec_timed(l->c, "SELECT pg_advisory_unlock(" LOCK_SESSION ", $1::int4)", 1, vals, 1000));
+	}
 	PQfinish(l->c);
 	free(l);
 }
